@@ -1,0 +1,3 @@
+from hive.cli import run
+
+run()

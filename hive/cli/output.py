@@ -1,0 +1,42 @@
+"""Small printing helpers shared by the commands."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import orjson
+import typer
+
+RunsDirOption = typer.Option(
+    None, "--runs-dir", envvar="HIVE_RUNS_DIR", help="Where runs live (default ./runs).", show_default=False
+)
+JsonOption = typer.Option(False, "--json", help="Print machine-readable JSON.")
+
+
+def print_json(value: Any) -> None:
+    sys.stdout.buffer.write(orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS) + b"\n")
+    sys.stdout.flush()
+
+
+def print_json_line(value: Any) -> None:
+    sys.stdout.buffer.write(orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS) + b"\n")
+    sys.stdout.flush()
+
+
+def clip(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: max(0, width - 1)] + "…"
+
+
+def human_duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    seconds = int(seconds)
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m{seconds:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"

@@ -1,0 +1,104 @@
+"""``hive ls``, ``hive show`` and ``hive schema``: reading what runs left behind."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from hive.board import fold
+from hive.cli.app import app
+from hive.cli.output import JsonOption, RunsDirOption, clip, human_duration, print_json
+from hive.errors import UsageError
+from hive.records import BOARD_ADAPTER, SCHEMAS, Note, json_schema
+from hive.runs import duration_seconds, effective_status, list_run_dirs, load_run_info, resolve_run, runs_dir_from
+from hive.store import read_all
+
+
+@app.command("ls")
+def ls_command(runs_dir: Path | None = RunsDirOption, as_json: bool = JsonOption) -> None:
+    """List runs with their status, problem, bees, duration and notes."""
+    rows: list[dict[str, Any]] = []
+    for paths in list_run_dirs(runs_dir_from(runs_dir)):
+        try:
+            info = load_run_info(paths)
+        except UsageError as e:
+            rows.append({"id": paths.id, "status": "unreadable", "problem": str(e), "bees": 0,
+                         "duration_s": None, "notes": 0})
+            continue
+        records, _ = read_all(paths.board, BOARD_ADAPTER)
+        rows.append({
+            "id": info.id,
+            "status": effective_status(info),
+            "problem": info.problem,
+            "bees": len(info.bees),
+            "duration_s": duration_seconds(info),
+            "notes": sum(isinstance(r, Note) for r in records),
+            "started_at": info.started_at,
+            "path": str(paths.dir),
+        })
+    if as_json:
+        print_json(rows)
+        return
+    if not rows:
+        typer.echo(f"no runs in {runs_dir_from(runs_dir)}")
+        return
+    typer.echo(f"{'RUN':<22} {'STATUS':<12} {'BEES':>4} {'TIME':>7} {'NOTES':>5}  PROBLEM")
+    for row in rows:
+        typer.echo(
+            f"{row['id']:<22} {row['status']:<12} {row['bees']:>4} {human_duration(row['duration_s']):>7} "
+            f"{row['notes']:>5}  {clip(row['problem'], 60)}"
+        )
+
+
+@app.command("show")
+def show_command(
+    run: str = typer.Argument("latest", help="Run id, unique prefix, path, or 'latest'."),
+    runs_dir: Path | None = RunsDirOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Show a run's answer and its standing board."""
+    paths = resolve_run(runs_dir_from(runs_dir), run)
+    info = load_run_info(paths)
+    records, _ = read_all(paths.board, BOARD_ADAPTER)
+    state = fold(records)
+    answer = paths.answer.read_text(encoding="utf-8", errors="replace") if paths.answer.exists() else None
+    contested = state.contested_ids()
+    if as_json:
+        print_json({
+            "run": info.model_dump(mode="json", exclude_none=True),
+            "status": effective_status(info),
+            "answer": answer,
+            "standing": [n.model_dump(mode="json", exclude_none=True) for n in state.standing()],
+            "superseded": state.superseded,
+            "contested": [list(pair) for pair in state.contested()],
+        })
+        return
+    typer.echo(f"run {info.id} · {effective_status(info)} · {info.problem}")
+    typer.echo("")
+    typer.echo(answer.rstrip() if answer else "(no answer.md yet)")
+    typer.echo("")
+    standing = state.standing()
+    typer.echo(f"Standing board: {len(standing)} notes, {len(state.superseded)} corrected")
+    for note in standing:
+        marks = []
+        if note.id in contested:
+            marks.append("in dispute")
+        if state.confirmations(note.id):
+            marks.append(f"confirmed by {', '.join(sorted(state.confirmed_by[note.id]))}")
+        suffix = f" ({'; '.join(marks)})" if marks else ""
+        typer.echo(f"- [{note.kind} {note.score:.2f}] {note.bee}{suffix}: {note.text}")
+
+
+@app.command("schema")
+def schema_command(
+    name: str | None = typer.Argument(None, help=f"One of: {', '.join(SCHEMAS)}. Default: all."),
+) -> None:
+    """Print the JSON Schema of each record type."""
+    if name is None:
+        print_json({key: json_schema(key) for key in SCHEMAS})
+        return
+    if name not in SCHEMAS:
+        raise UsageError(f"unknown record type {name!r}; choose from {', '.join(SCHEMAS)}")
+    print_json(json_schema(name))

@@ -1,0 +1,148 @@
+"""Run directories: where they live, how a RUN reference finds one, and what state each is in."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import orjson
+from pydantic import ValidationError
+
+from hive.errors import RunNotFound, UsageError
+from hive.records import RunInfo, RunStatus, parse_iso
+
+DEFAULT_RUNS_DIR = "runs"
+
+
+def runs_dir_from(option: str | Path | None) -> Path:
+    """``--runs-dir``, else ``HIVE_RUNS_DIR``, else ``./runs``."""
+    if option:
+        return Path(option)
+    return Path(os.environ.get("HIVE_RUNS_DIR") or DEFAULT_RUNS_DIR)
+
+
+def new_run_id() -> str:
+    """Sortable by start time, unique by a random suffix: ``20261130-030405-a1b2``."""
+    return datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
+
+
+@dataclass(frozen=True)
+class RunPaths:
+    """The files of one run directory."""
+
+    dir: Path
+
+    @property
+    def id(self) -> str:
+        return self.dir.name
+
+    @property
+    def run_json(self) -> Path:
+        return self.dir / "run.json"
+
+    @property
+    def board(self) -> Path:
+        return self.dir / "board.jsonl"
+
+    @property
+    def gate(self) -> Path:
+        return self.dir / "gate.jsonl"
+
+    @property
+    def answer(self) -> Path:
+        return self.dir / "answer.md"
+
+    def bee_dir(self, bee: str) -> Path:
+        return self.dir / "bees" / bee
+
+    def transcript(self, bee: str) -> Path:
+        return self.bee_dir(bee) / "transcript.jsonl"
+
+    def brief(self, bee: str) -> Path:
+        return self.bee_dir(bee) / "brief.json"
+
+
+def load_run_info(paths: RunPaths) -> RunInfo:
+    try:
+        return RunInfo.model_validate(orjson.loads(paths.run_json.read_bytes()))
+    except FileNotFoundError as e:
+        raise RunNotFound(f"{paths.dir} is not a run directory (no run.json)") from e
+    except PermissionError as e:
+        raise UsageError(f"cannot read {paths.run_json}: permission denied") from e
+    except (orjson.JSONDecodeError, ValidationError) as e:
+        raise UsageError(f"{paths.run_json} is not a valid run.json") from e
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def effective_status(info: RunInfo) -> RunStatus:
+    """The run's status, reading a "running" run whose coordinator is gone as interrupted."""
+    if info.status != "running":
+        return info.status
+    if info.pid is not None and info.host in (None, socket.gethostname()) and not _pid_alive(info.pid):
+        return "interrupted"
+    return "running"
+
+
+def duration_seconds(info: RunInfo) -> float | None:
+    try:
+        start = parse_iso(info.started_at)
+        end = parse_iso(info.ended_at) if info.ended_at else datetime.now(UTC)
+    except ValueError:
+        return None
+    return max(0.0, (end - start).total_seconds())
+
+
+def list_run_dirs(runs_dir: Path) -> list[RunPaths]:
+    """Run directories under ``runs_dir``, oldest first."""
+    if not runs_dir.exists():
+        return []
+    if not runs_dir.is_dir():
+        raise UsageError(f"runs directory {str(runs_dir)!r} is not a directory")
+    try:
+        entries = sorted(runs_dir.iterdir(), key=lambda p: p.name)
+    except PermissionError as e:
+        raise UsageError(f"cannot read runs directory {str(runs_dir)!r}: permission denied") from e
+    return [RunPaths(p) for p in entries if (p / "run.json").is_file()]
+
+
+def resolve_run(runs_dir: Path, ref: str | None) -> RunPaths:
+    """Find a run by id, unique id prefix, path, or ``latest`` (the default)."""
+    ref = (ref or "latest").strip()
+    as_path = Path(ref)
+    if (as_path / "run.json").is_file():
+        return RunPaths(as_path)
+    runs = list_run_dirs(runs_dir)
+    if not runs:
+        raise RunNotFound(f"no runs in {str(runs_dir)!r}")
+    if ref == "latest":
+        return max(runs, key=lambda r: _started_key(r))
+    exact = [r for r in runs if r.id == ref]
+    if exact:
+        return exact[0]
+    matches = [r for r in runs if r.id.startswith(ref)]
+    if not matches:
+        raise RunNotFound(f"no run matches {ref!r} in {str(runs_dir)!r}")
+    if len(matches) > 1:
+        shown = ", ".join(r.id for r in matches[:4])
+        raise RunNotFound(f"run {ref!r} is ambiguous: {len(matches)} runs match ({shown})")
+    return matches[0]
+
+
+def _started_key(run: RunPaths) -> str:
+    try:
+        return load_run_info(run).started_at + run.id
+    except UsageError:
+        return run.id

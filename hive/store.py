@@ -1,0 +1,145 @@
+"""Append-only JSON-lines files: one writer per file, any number of incremental readers.
+
+Invariants:
+
+- A writer appends whole lines with a single ``write(2)`` on an ``O_APPEND`` descriptor, so a line is
+  never interleaved with another and a crash leaves at most one torn last line. The page cache survives
+  the writer being killed; ``fsync`` is optional (``durable=True``) because a lost machine is out of scope.
+- A reader remembers the byte offset just past the last complete line it parsed. A torn last line is
+  left for the next read; a corrupt line in the middle is skipped with a warning naming its line number,
+  never raised.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+import orjson
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from hive.errors import StoreError
+
+log = logging.getLogger("hive.store")
+
+T = TypeVar("T")
+
+
+def dumps(record: BaseModel) -> bytes:
+    """One record as one JSON line (with the trailing newline). ``None`` fields are left out."""
+    return orjson.dumps(record.model_dump(mode="json", exclude_none=True)) + b"\n"
+
+
+class JsonlWriter:
+    """Appends records to one file. Only one writer may own a file."""
+
+    def __init__(self, path: Path, *, durable: bool = False) -> None:
+        self.path = path
+        self._durable = durable
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as e:
+            raise StoreError(f"cannot open {path} for appending: {e.strerror}") from e
+        self.lines = 0
+
+    def append(self, record: BaseModel) -> None:
+        self.append_bytes(dumps(record))
+
+    def append_bytes(self, line: bytes) -> None:
+        if self._fd is None:
+            raise StoreError(f"{self.path} is closed")
+        view = memoryview(line)
+        try:
+            while view:
+                written = os.write(self._fd, view)
+                view = view[written:]
+            if self._durable:
+                os.fsync(self._fd)
+        except OSError as e:
+            raise StoreError(f"cannot append to {self.path}: {e.strerror}") from e
+        self.lines += 1
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> JsonlWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def write_json_atomic(path: Path, record: BaseModel) -> None:
+    """Replace ``path`` with ``record`` as indented JSON, atomically (write a sibling, then rename)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_bytes(orjson.dumps(record.model_dump(mode="json", exclude_none=True), option=orjson.OPT_INDENT_2))
+        os.replace(tmp, path)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise StoreError(f"cannot write {path}: {e.strerror}") from e
+
+
+class JsonlReader(Generic[T]):
+    """Reads a JSON-lines file incrementally, from where it stopped last time.
+
+    ``parse`` turns one decoded JSON value into a record; a pydantic ``TypeAdapter`` or model class works.
+    The file need not exist yet.
+    """
+
+    def __init__(self, path: Path, parse: TypeAdapter[T] | type[T] | Callable[[Any], T]) -> None:
+        self.path = path
+        self.offset = 0
+        self.line_no = 0
+        self.warnings: list[str] = []
+        if isinstance(parse, TypeAdapter):
+            self._parse: Callable[[Any], T] = parse.validate_python
+        elif isinstance(parse, type) and issubclass(parse, BaseModel):
+            self._parse = parse.model_validate
+        else:
+            self._parse = parse  # type: ignore[assignment]
+
+    def read_new(self) -> list[T]:
+        """Every complete record appended since the last call."""
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self.offset)
+                chunk = f.read()
+        except FileNotFoundError:
+            return []
+        end = chunk.rfind(b"\n")
+        if end < 0:
+            return []
+        records: list[T] = []
+        for raw in chunk[: end + 1].splitlines():
+            self.line_no += 1
+            if not raw.strip():
+                continue
+            try:
+                records.append(self._parse(orjson.loads(raw)))
+            except (orjson.JSONDecodeError, ValidationError, ValueError, TypeError) as e:
+                message = f"{self.path}: line {self.line_no}: skipped a corrupt line ({_first_line(e)})"
+                self.warnings.append(message)
+                log.warning(message)
+        self.offset += end + 1
+        return records
+
+    def __iter__(self) -> Iterator[T]:
+        return iter(self.read_new())
+
+
+def read_all(path: Path, parse: TypeAdapter[T] | type[T] | Callable[[Any], T]) -> tuple[list[T], list[str]]:
+    """All complete records of a file and the warnings about corrupt lines."""
+    reader = JsonlReader(path, parse)
+    return reader.read_new(), reader.warnings
+
+
+def _first_line(e: Exception) -> str:
+    text = str(e).strip().splitlines()
+    return text[0][:120] if text else type(e).__name__
