@@ -1,0 +1,58 @@
+"""The tier protocol: what every judge backend (``local``, ``llm:``, ``http:``, ``script:``) implements."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from hive.judge.questions import Capability, Question
+
+
+@dataclass(frozen=True)
+class RawAnswer:
+    """A tier's answer to one question, before the policy reads it.
+
+    boolean: ``p`` is the probability of yes. choice: ``probs`` maps every option to a probability.
+    score: ``level`` is a fractional level index. The engine validates these (NaN, out of range, options
+    that do not add up to 1, unknown options) and treats an invalid answer as a tier failure.
+    """
+
+    p: float | None = None
+    probs: Mapping[str, float] | None = None
+    level: float | None = None
+    verbalized: bool = False
+
+
+@dataclass(frozen=True)
+class TierResult:
+    answers: Mapping[str, RawAnswer]
+    """question name → answer. A question the tier abstains on is simply missing."""
+    tokens: int = 0
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+
+class TierFailure(Exception):
+    """A tier could not answer. ``kind`` becomes the ledger reason ``error:<kind>``.
+
+    Kinds: timeout, unreachable, auth, rate_limited, server, bad_request, invalid_response, unexpected.
+    """
+
+    def __init__(self, kind: str, detail: str = "") -> None:
+        super().__init__(f"{kind}: {detail}" if detail else kind)
+        self.kind = kind
+        self.detail = detail
+
+
+class Tier(Protocol):
+    id: str
+    """As written in ``--judge``, e.g. ``local`` or ``llm:openai:gpt-4.1-mini``."""
+    untrusted: frozenset[Capability]
+    """Capabilities this tier must not be asked about; the cascade sends those questions elsewhere."""
+    timeout: float
+
+    async def answer(self, gate: str, questions: Sequence[Question], state: Mapping[str, Any]) -> TierResult:
+        """Answer ``questions`` about ``state`` for ``gate``; raise :class:`TierFailure` when it cannot."""
+        ...
+
+    async def aclose(self) -> None: ...

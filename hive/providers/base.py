@@ -1,0 +1,90 @@
+"""The provider protocol: messages and tool specs in, one reply out.
+
+Everything that talks to a model (bees, angle planning, the answer synthesis, the ``llm:`` judge tier)
+goes through :class:`Model`. Real providers speak HTTP with httpx; test doubles live in
+:mod:`hive.testing` and implement the same protocol.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    error: str | None = None
+    """Set when the model's arguments were not valid JSON; the raw text is kept in ``raw``."""
+    raw: str | None = None
+
+
+@dataclass(frozen=True)
+class Message:
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    """For ``role="tool"``: the call this message answers."""
+    name: str | None = None
+    """For ``role="tool"``: the tool's name."""
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    """JSON Schema of the arguments object."""
+
+
+@dataclass(frozen=True)
+class TokenUsage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None
+
+    def __add__(self, other: TokenUsage) -> TokenUsage:
+        cost = None if self.cost_usd is None and other.cost_usd is None else (self.cost_usd or 0) + (other.cost_usd or 0)
+        return TokenUsage(self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens, cost)
+
+    @property
+    def total(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    max_tokens: int | None = None
+    temperature: float | None = None
+    timeout: float | None = None
+    """Hard per-request timeout in seconds."""
+    top_logprobs: int | None = None
+    """Ask for the top-k log probabilities of each output token (OpenAI-compatible endpoints)."""
+    json_output: bool = False
+
+
+@dataclass(frozen=True)
+class ModelResponse:
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    model: str = ""
+    top_logprobs: tuple[dict[str, float], ...] | None = None
+    """Per output token, the most likely tokens and their log probabilities, when asked for and given."""
+
+
+@runtime_checkable
+class Model(Protocol):
+    """A chat model that may call tools. Implementations must be safe to call from one task at a time."""
+
+    name: str
+    """The spec it was made from, e.g. ``openai:gpt-4.1-mini``."""
+
+    async def request(
+        self, messages: list[Message], tools: list[ToolSpec] | None = None, settings: ModelSettings | None = None
+    ) -> ModelResponse: ...
+
+    async def aclose(self) -> None: ...

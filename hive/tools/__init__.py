@@ -1,0 +1,1 @@
+"""The bees' tools: read-only by construction."""
