@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from hive.judge.questions import Capability, Question
+from hive.judge.questions import Question
 
 
 @dataclass(frozen=True)
@@ -47,8 +47,9 @@ class TierFailure(Exception):
 class Tier(Protocol):
     id: str
     """As written in ``--judge``, e.g. ``local`` or ``llm:openai:gpt-4.1-mini``."""
-    untrusted: frozenset[Capability]
-    """Capabilities this tier must not be asked about; the cascade sends those questions elsewhere."""
+    untrusted: frozenset[str]
+    """Capabilities (``classify``, ``relate``, ``rate``, ``meta``) or question names (e.g. ``relation``) this
+    tier must not be asked about; the cascade sends those questions to the next tier."""
     timeout: float
 
     async def answer(self, gate: str, questions: Sequence[Question], state: Mapping[str, Any]) -> TierResult:
@@ -56,3 +57,8 @@ class Tier(Protocol):
         ...
 
     async def aclose(self) -> None: ...
+
+
+def trusts(tier: Tier, question: Question) -> bool:
+    """Whether ``tier`` may be asked ``question``: neither its capability nor its name is untrusted."""
+    return question.capability not in tier.untrusted and question.name not in tier.untrusted

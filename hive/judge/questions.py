@@ -29,15 +29,23 @@ class ChoiceQuestion:
     """option → its one-line meaning, escape option included."""
     escape: str
     capability: Capability = "classify"
+    pick_bars: dict[str, float] = field(default_factory=dict)
+    """option → the probability it needs to be picked, where a gate asks for more than the default 0.6
+    (e.g. a cross-bee ``supersedes`` needs 0.9). The cascade escalates an answer below its option's bar."""
     type: Literal["choice"] = field(default="choice", init=False)
 
     def __post_init__(self) -> None:
         if self.escape not in ESCAPE_OPTIONS:
-            raise ValueError(f"choice {self.name!r}: escape option must be one of {ESCAPE_OPTIONS}, not {self.escape!r}")
+            raise ValueError(
+                f"choice {self.name!r}: escape option must be one of {ESCAPE_OPTIONS}, not {self.escape!r}"
+            )
         if self.escape not in self.options:
             raise ValueError(f"choice {self.name!r} has no escape option {self.escape!r} among its options")
         if len(self.options) < 2:
             raise ValueError(f"choice {self.name!r} needs at least one real option besides {self.escape!r}")
+        unknown = sorted(set(self.pick_bars) - set(self.options))
+        if unknown:
+            raise ValueError(f"choice {self.name!r}: pick_bars name unknown options {unknown}")
 
 
 @dataclass(frozen=True)

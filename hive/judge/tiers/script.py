@@ -1,0 +1,138 @@
+"""``script:<file>``: a deterministic judge from JSON rules, for tests, demos and reproducible runs.
+
+The file is a JSON list of rules::
+
+    [{"gate": "publish", "when": {"note": "(?i)traceback"},
+      "answers": {"news": 0.9, "kind": {"finding": 0.8}}},
+     {"gate": "relate", "when": {"later": "same cause"}, "answers": {"relation": {"supports": 0.85}}}]
+
+Each ``when`` regex is searched, unanchored, in the text of that state field (for ``earlier`` and
+``later`` the rendered ``<bee> (<kind>): <text>``; booleans read ``true``/``false``); a rule with no
+``when`` always matches. The first matching rule of the gate answers; no match is an abstention, which the
+engine turns into a neutral (unsure) answer. A boolean answer is a probability; a choice answer maps
+options to probabilities, and the options it leaves out share what is left evenly.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from hive.errors import UsageError
+from hive.judge.base import RawAnswer, TierFailure, TierResult
+from hive.judge.questions import BooleanQuestion, ChoiceQuestion, Question
+from hive.judge.tiers import DEFAULT_TIMEOUTS
+from hive.records import GATES
+
+
+class ScriptRule(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    gate: str
+    when: dict[str, str] = {}
+    answers: dict[str, float | dict[str, float]]
+
+
+def field_text(value: Any) -> str:
+    """A state field as the rules see it."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+class ScriptTier:
+    """Answers from the first rule of the gate whose patterns all match the state."""
+
+    untrusted: frozenset[str] = frozenset()
+
+    def __init__(
+        self, rules: Sequence[ScriptRule], *, id: str = "script", timeout: float = DEFAULT_TIMEOUTS["script"]
+    ):
+        self.id = id
+        self.timeout = timeout
+        self.rules = list(rules)
+        self._patterns = [
+            {field: re.compile(pattern) for field, pattern in rule.when.items()} for rule in rules
+        ]
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> ScriptTier:
+        """Load and check a rules file; raise :class:`UsageError` (one line) if it is not usable."""
+        where = Path(path)
+        try:
+            data = json.loads(where.read_text(encoding="utf-8"))
+        except OSError as e:
+            raise UsageError(f"judge script {str(where)!r}: cannot read it ({e.strerror})") from e
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise UsageError(f"judge script {str(where)!r} is not JSON: {e}") from e
+        if not isinstance(data, list):
+            raise UsageError(f"judge script {str(where)!r} must be a JSON list of rules")
+        rules: list[ScriptRule] = []
+        for number, item in enumerate(data, 1):
+            try:
+                rule = ScriptRule.model_validate(item)
+            except ValidationError as e:
+                problem = e.errors()[0]
+                place = ".".join(str(part) for part in problem["loc"]) or "rule"
+                raise UsageError(
+                    f"judge script {str(where)!r}: rule {number}: {place}: {problem['msg']}"
+                ) from e
+            if rule.gate not in GATES:
+                raise UsageError(
+                    f"judge script {str(where)!r}: rule {number}: unknown gate {rule.gate!r}; "
+                    f"gates are {', '.join(GATES)}"
+                )
+            for field, pattern in rule.when.items():
+                try:
+                    re.compile(pattern)
+                except re.error as e:
+                    raise UsageError(
+                        f"judge script {str(where)!r}: rule {number}: bad regex for {field!r}: {e}"
+                    ) from e
+            rules.append(rule)
+        return cls(rules, id=f"script:{path}")
+
+    def _matches(self, index: int, state: Mapping[str, Any]) -> bool:
+        return all(
+            field in state and pattern.search(field_text(state[field])) is not None
+            for field, pattern in self._patterns[index].items()
+        )
+
+    async def answer(self, gate: str, questions: Sequence[Question], state: Mapping[str, Any]) -> TierResult:
+        """The first matching rule's answers to ``questions``; no answers when no rule matches."""
+        for index, rule in enumerate(self.rules):
+            if rule.gate == gate and self._matches(index, state):
+                return TierResult(
+                    answers={
+                        q.name: _raw(q, rule.answers[q.name]) for q in questions if q.name in rule.answers
+                    },
+                    meta={"rule": index + 1},
+                )
+        return TierResult(answers={})
+
+    async def aclose(self) -> None:
+        return None
+
+
+def _raw(question: Question, value: float | dict[str, float]) -> RawAnswer:
+    if isinstance(question, BooleanQuestion):
+        if isinstance(value, dict):
+            raise TierFailure("invalid_response", f"{question.name} is a boolean; the script gives options")
+        return RawAnswer(p=value)
+    if isinstance(question, ChoiceQuestion):
+        if not isinstance(value, dict):
+            raise TierFailure("invalid_response", f"{question.name} is a choice; the script gives a number")
+        rest = [option for option in question.options if option not in value]
+        left = 1.0 - sum(value.values())
+        probs = dict(value) | {option: max(left, 0.0) / len(rest) for option in rest}
+        return RawAnswer(probs=probs)
+    if isinstance(value, dict):
+        raise TierFailure("invalid_response", f"{question.name} is a score; the script gives options")
+    return RawAnswer(level=value)

@@ -1,0 +1,316 @@
+"""Tier specs and the http, script and llm tiers, each through the real engine."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from judge_http_server import closed_port, judge_server
+
+from hive.errors import ModelAPIError, SpecError, UsageError
+from hive.judge.base import RawAnswer, TierFailure
+from hive.judge.engine import Judge
+from hive.judge.modes import gate_modes, parse_gate_modes
+from hive.judge.questions import BooleanQuestion, ChoiceQuestion
+from hive.judge.tiers import build_tiers, parse_tiers
+from hive.judge.tiers.http import HttpTier
+from hive.judge.tiers.llm import LlmTier, find_json_object, parse_verbalized
+from hive.judge.tiers.script import ScriptTier
+from hive.providers.base import Message, ModelResponse, ModelSettings, TokenUsage, ToolSpec
+
+NEWS = BooleanQuestion("news", "Is `note` news?")
+KIND = ChoiceQuestion(
+    "kind", "What is `note`?", {"finding": "a fact", "blocker": "a stop", "other": "else"}, escape="other"
+)
+STATE = {"note": "pip cannot reach the index, so numpy is missing", "goal": "fix the build", "same_bee": True}
+
+
+# --------------------------------------------------------------------------- specs and modes
+
+
+def test_tier_specs_are_checked() -> None:
+    assert parse_tiers(" local , llm:openai:gpt-4.1-mini,http:http://127.0.0.1:9/x,script:r.json") == [
+        "local",
+        "llm:openai:gpt-4.1-mini",
+        "http:http://127.0.0.1:9/x",
+        "script:r.json",
+    ]
+    assert parse_tiers("llm:ollama:qwen2.5:7b") == ["llm:ollama:qwen2.5:7b"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "local,",
+        "jev",
+        "local:fast",
+        "llm:openai",
+        "llm:nosuch:model",
+        "http:ftp://x",
+        "http:",
+        "script:",
+        "local,local",
+    ],
+)
+def test_bad_tier_specs_raise_one_line(text: str) -> None:
+    with pytest.raises(SpecError) as caught:
+        parse_tiers(text)
+    assert "\n" not in str(caught.value)
+
+
+def test_gate_modes_parse_and_layer() -> None:
+    assert parse_gate_modes("publish=shadow, deliver=off") == {"publish": "shadow", "deliver": "off"}
+    assert parse_gate_modes("shadow,relate=active") == {
+        "publish": "shadow",
+        "deliver": "shadow",
+        "relate": "active",
+    }
+    assert gate_modes(environ={}) == {"publish": "active", "deliver": "active", "relate": "active"}
+    layered = gate_modes(
+        "deliver=active", config={"relate": "off"}, environ={"HIVE_GATE_MODE": "publish=shadow,deliver=off"}
+    )
+    assert layered == {"publish": "shadow", "deliver": "active", "relate": "off"}
+
+
+@pytest.mark.parametrize("text", ["publish=loud", "gossip=off", "publish=shadow,,", "maybe"])
+def test_bad_gate_modes_raise(text: str) -> None:
+    with pytest.raises(SpecError):
+        parse_gate_modes(text)
+
+
+# --------------------------------------------------------------------------- http tier
+
+
+async def test_http_tier_posts_state_and_questions_and_reads_answers() -> None:
+    async with judge_server() as server:
+        server.answers = {
+            "news": {"p": 0.9},
+            "kind": {"probs": {"finding": 0.1, "blocker": 0.8, "other": 0.1}},
+            "extra": {"p": 0.3},
+        }
+        tier = HttpTier(server.url("/answers"))
+        verdict = await Judge([tier]).ask("publish", [NEWS, KIND], STATE)
+        await tier.aclose()
+    assert verdict.answers["news"].zone == "yes" and verdict.answers["kind"].pick == "blocker"
+    assert verdict.tokens == 5
+    sent = server.requests[0]
+    assert sent["gate"] == "publish" and sent["state"] == STATE
+    assert [q["name"] for q in sent["questions"]] == ["news", "kind"]
+    assert sent["questions"][1]["escape"] == "other" and "blocker" in sent["questions"][1]["options"]
+
+
+@pytest.mark.parametrize(
+    ("path", "reason"),
+    [
+        ("/slow", "error:timeout"),
+        ("/status/500", "error:server"),
+        ("/status/503", "error:server"),
+        ("/status/401", "error:auth"),
+        ("/status/403", "error:auth"),
+        ("/status/429", "error:rate_limited"),
+        ("/status/404", "error:bad_request"),
+        ("/garbage", "error:invalid_response"),
+        ("/nan", "error:invalid_response"),
+        ("/shape", "error:invalid_response"),
+    ],
+)
+async def test_http_failures_fail_open_with_their_kind(path: str, reason: str) -> None:
+    async with judge_server() as server:
+        tier = HttpTier(server.url(path), timeout=0.3)
+        verdict = await Judge([tier]).ask("publish", [NEWS], STATE)
+        await tier.aclose()
+    assert verdict.reason == reason
+    assert verdict.answers["news"].zone == "unsure"
+
+
+async def test_a_refused_connection_is_unreachable() -> None:
+    tier = HttpTier(f"http://127.0.0.1:{closed_port()}/evaluate")
+    verdict = await Judge([tier]).ask("publish", [NEWS], STATE)
+    await tier.aclose()
+    assert verdict.reason == "error:unreachable"
+
+
+# --------------------------------------------------------------------------- script tier
+
+
+def write_rules(tmp_path: Path, rules: object) -> Path:
+    path = tmp_path / "rules.json"
+    path.write_text(json.dumps(rules))
+    return path
+
+
+async def test_script_first_matching_rule_of_the_gate_wins(tmp_path: Path) -> None:
+    path = write_rules(
+        tmp_path,
+        [
+            {"gate": "deliver", "when": {"note": "numpy"}, "answers": {"news": 0.0}},
+            {
+                "gate": "publish",
+                "when": {"note": "(?i)NUMPY is missing", "same_bee": "^true$"},
+                "answers": {"news": 0.95, "kind": {"blocker": 0.9}},
+            },
+            {"gate": "publish", "answers": {"news": 0.1}},
+        ],
+    )
+    tier = ScriptTier.from_file(path)
+    verdict = await Judge([tier]).ask("publish", [NEWS, KIND], STATE)
+    assert verdict.answers["news"].p == 0.95
+    assert verdict.answers["kind"].pick == "blocker"
+    assert verdict.answers["kind"].probs == pytest.approx({"finding": 0.05, "blocker": 0.9, "other": 0.05})
+    other = await Judge([tier]).ask("publish", [NEWS, KIND], {"note": "nothing here"})
+    assert other.answers["news"].p == 0.1 and other.answers["kind"].tier == "none"
+
+
+async def test_script_without_a_match_abstains(tmp_path: Path) -> None:
+    tier = ScriptTier.from_file(
+        write_rules(tmp_path, [{"gate": "publish", "when": {"note": "xyz"}, "answers": {"news": 1.0}}])
+    )
+    verdict = await Judge([tier]).ask("publish", [NEWS], STATE)
+    assert verdict.reason == "abstain" and verdict.answers["news"].zone == "unsure"
+
+
+async def test_script_answers_of_the_wrong_type_are_invalid(tmp_path: Path) -> None:
+    tier = ScriptTier.from_file(
+        write_rules(tmp_path, [{"gate": "publish", "answers": {"news": {"yes": 1.0}}}])
+    )
+    assert (await Judge([tier]).ask("publish", [NEWS], STATE)).reason == "error:invalid_response"
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("{not json", "is not JSON"),
+        ('{"gate": "publish"}', "must be a JSON list"),
+        ('[{"gate": "publish"}]', "answers"),
+        ('[{"gate": "gossip", "answers": {}}]', "unknown gate"),
+        ('[{"gate": "publish", "when": {"note": "("}, "answers": {}}]', "bad regex"),
+        ('[{"gate": "publish", "answers": {"news": "high"}}]', "news"),
+    ],
+)
+def test_a_bad_script_file_is_a_one_line_usage_error(tmp_path: Path, content: str, message: str) -> None:
+    path = tmp_path / "rules.json"
+    path.write_text(content)
+    with pytest.raises(UsageError, match=message) as caught:
+        ScriptTier.from_file(path)
+    assert "\n" not in str(caught.value)
+    with pytest.raises(UsageError, match="cannot read"):
+        ScriptTier.from_file(tmp_path / "missing.json")
+
+
+def test_build_tiers_makes_the_cascade(tmp_path: Path) -> None:
+    path = write_rules(tmp_path, [])
+    tiers = build_tiers(parse_tiers(f"script:{path},http:http://127.0.0.1:9/x"))
+    assert [t.id for t in tiers] == [f"script:{path}", "http:http://127.0.0.1:9/x"]
+    assert [t.timeout for t in tiers] == [1.0, 8.0]
+
+
+# --------------------------------------------------------------------------- llm tier
+
+
+class CannedModel:
+    """A Model double replying with canned responses in order, recording each request."""
+
+    name = "canned:judge"
+
+    def __init__(self, *replies: ModelResponse | Exception) -> None:
+        self.replies = list(replies)
+        self.requests: list[tuple[list[Message], ModelSettings | None]] = []
+
+    async def request(
+        self,
+        messages: list[Message],
+        tools: list[ToolSpec] | None = None,
+        settings: ModelSettings | None = None,
+    ) -> ModelResponse:
+        self.requests.append((messages, settings))
+        reply = self.replies.pop(0)
+        if isinstance(reply, Exception):
+            raise reply
+        return reply
+
+    async def aclose(self) -> None:
+        return None
+
+
+def logprob_reply(*positions: dict[str, float], text: str = "") -> ModelResponse:
+    return ModelResponse(text=text, top_logprobs=tuple(positions), usage=TokenUsage(100, 3))
+
+
+async def test_llm_tier_reads_probabilities_off_logprobs_in_one_request() -> None:
+    model = CannedModel(
+        logprob_reply(
+            {"Y": math.log(0.7), " Y": math.log(0.1), "N": math.log(0.2)},
+            {" ": 0.0},
+            {" B": math.log(0.6), "B": math.log(0.2), " A": math.log(0.1), "Sure": math.log(0.1)},
+            text="Y B",
+        )
+    )
+    verdict = await Judge([LlmTier(model)]).ask("publish", [NEWS, KIND], STATE)
+    assert len(model.requests) == 1
+    messages, settings = model.requests[0]
+    assert settings is not None and settings.top_logprobs and settings.temperature == 0
+    assert "pip cannot reach the index" in messages[1].content and "B = blocker" in messages[1].content
+    assert verdict.answers["news"].p == pytest.approx(0.8)
+    assert verdict.answers["kind"].probs == pytest.approx(
+        {"finding": 0.1 / 0.9, "blocker": 0.8 / 0.9, "other": 0.0}
+    )
+    assert not verdict.answers["news"].verbalized
+    assert verdict.tokens == 103 and verdict.tiers[0].tier == "llm:canned:judge"
+
+
+async def test_llm_tier_falls_back_to_verbalized_json_and_remembers() -> None:
+    json_reply = ModelResponse(
+        text='Sure! ```json\n{"news": {"p": 0.85}, "kind": {"pick": "finding", "p": 0.7}}\n```'
+    )
+    model = CannedModel(ModelResponse(text="Y A"), json_reply, json_reply)
+    tier = LlmTier(model)
+    verdict = await Judge([tier]).ask("publish", [NEWS, KIND], STATE)
+    assert verdict.answers["news"].verbalized and verdict.answers["news"].zone == "yes"
+    assert verdict.answers["kind"].probs == pytest.approx({"finding": 0.7, "blocker": 0.15, "other": 0.15})
+    assert tier.logprobs is False
+    await Judge([tier]).ask("publish", [NEWS, KIND], STATE)
+    assert len(model.requests) == 3
+    assert model.requests[2][1] is not None and model.requests[2][1].json_output
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("I think it is news.", "no JSON object"),
+        ('{"news": {"p": 0.9}}', "does not answer 'kind'"),
+        ('{"news": {"p": "high"}, "kind": {"pick": "finding", "p": 0.7}}', "no probability"),
+        ('{"news": {"p": 0.9}, "kind": {"pick": "bug", "p": 0.7}}', "not one of its options"),
+    ],
+)
+def test_verbalized_replies_without_an_answer_are_invalid(text: str, message: str) -> None:
+    with pytest.raises(TierFailure, match=message) as caught:
+        parse_verbalized([NEWS, KIND], text)
+    assert caught.value.kind == "invalid_response"
+
+
+def test_json_is_found_inside_prose() -> None:
+    assert find_json_object('Answer: {"a": {"b": 1}} and {"c": 2}') == {"a": {"b": 1}}
+    assert parse_verbalized([NEWS], '{"news": 0.25}')["news"] == RawAnswer(p=0.25, verbalized=True)
+
+
+@pytest.mark.parametrize(
+    ("error", "reason"),
+    [
+        (ModelAPIError("denied", status=401), "error:auth"),
+        (ModelAPIError("slow down", status=429), "error:rate_limited"),
+        (ModelAPIError("down", status=502), "error:server"),
+        (ModelAPIError("no route"), "error:unreachable"),
+    ],
+)
+async def test_llm_provider_errors_map_to_failure_kinds(error: Exception, reason: str) -> None:
+    verdict = await Judge([LlmTier(CannedModel(error))]).ask("publish", [NEWS], STATE)
+    assert verdict.reason == reason
+
+
+async def test_llm_reply_missing_a_code_is_invalid() -> None:
+    model = CannedModel(logprob_reply({"Y": math.log(0.9)}, text="Y"))
+    verdict = await Judge([LlmTier(model)]).ask("publish", [NEWS, KIND], STATE)
+    assert verdict.reason == "error:invalid_response"
