@@ -39,7 +39,9 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _global(
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version."
+    ),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks on errors."),
 ) -> None:
     _state["debug"] = debug
@@ -58,8 +60,10 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI on ``argv`` and return the exit code (0 ok, 1 run failed, 2 usage, 130 interrupted)."""
     for name in _COMMAND_MODULES:
         importlib.import_module(name)
-    logging.getLogger("hive").addHandler(_WarningsToStderr())
-    logging.getLogger("hive").propagate = False
+    logger = logging.getLogger("hive")
+    if not any(isinstance(h, _WarningsToStderr) for h in logger.handlers):  # main() may run many times
+        logger.addHandler(_WarningsToStderr())
+    logger.propagate = False
     command = typer.main.get_command(app)
     args = sys.argv[1:] if argv is None else argv
     _state["debug"] = "--debug" in args
@@ -71,7 +75,8 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except typer.TyperException as e:
         message = e.format_message() if hasattr(e, "format_message") else str(e)
-        print(f"hive: error: {_one_line(message)}", file=sys.stderr)
+        if message.strip():  # empty when click has already printed the help (bare `hive`)
+            print(f"hive: error: {_one_line(message)}", file=sys.stderr)
         return 2
     except HiveError as e:
         if _state["debug"]:

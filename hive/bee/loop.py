@@ -1,0 +1,468 @@
+"""The bee's agent loop: model call → tool calls → model call → … → final report.
+
+:class:`BeeLoop` is driven by what it is given (a model, a toolbox, a channel to the coordinator, a
+transcript and a clock), so tests run it in-process with the doubles of :mod:`hive.testing` and a
+:class:`~hive.bee.channel.MemoryChannel`. The process wiring is in :mod:`hive.bee.__main__`.
+
+What the loop does besides calling the model and its tools:
+
+- **Utterances.** The bee's own prose (≥ 40 characters) goes to the coordinator as publish candidates,
+  split at ``FOUND:`` / ``DEAD END:`` / ``DECIDED:`` / ``BLOCKED:`` markers. Tool output never does.
+- **Inbox.** Delivered notes are injected as one message before the next model call. Notes that arrive
+  while the bee writes its final report trigger exactly one last call.
+- **Checkpoint.** After ``checkpoint_every`` tool calls without an utterance, the bee is asked to state
+  what it has established. A short marked reply to it is a statement, not the final report.
+- **Budgets.** A wrap-up from the coordinator, the time limit, the step limit or the token budget closes
+  the tools and asks for the final report; the outcome is then ``cut_short`` with the reason.
+- **Loop guard.** A third identical tool call is not run and gets a nudge; a fourth ends the bee, ``failed``.
+- **Outcomes.** Every run ends in one :class:`~hive.records.Report`: ``reported``, ``cut_short``,
+  ``failed`` (a guard or an error hive raised on purpose, e.g. a model error retries did not get past) or
+  ``crashed`` (anything unexpected). A ``stop`` from the coordinator ends it at once, ``cut_short``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import re
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import orjson
+
+from hive.bee import prompts
+from hive.bee.channel import Channel, ChannelClosed
+from hive.bee.inbox import Drained, Inbox
+from hive.bee.transcript import Scrubber, Transcript, truncate
+from hive.errors import HiveError
+from hive.providers.base import Message, Model, ModelResponse, ModelSettings, ToolCall, ToolSpec
+from hive.records import (
+    Activity,
+    BeeBrief,
+    BeeMessage,
+    BeeOutcome,
+    Notes,
+    Received,
+    Report,
+    Stop,
+    Usage,
+    Utterance,
+    WrapUp,
+)
+from hive.tools.base import ToolResult
+
+log = logging.getLogger("hive.bee")
+
+MIN_UTTERANCE = 40
+"""Characters of prose below which a piece is not a publish candidate."""
+LOOP_NUDGE_AT = 3
+LOOP_FAIL_AT = 4
+TOOL_TURNS_AFTER_TIME_UP = 2
+"""Replies that still call tools after "time is up" before the bee is ended with what it has."""
+
+_MARKER = re.compile(r"^[ \t]*(?:[-*][ \t]+)?(?:\*\*)?(?:FOUND|DEAD END|DECIDED|BLOCKED)\b", re.MULTILINE)
+
+
+class Toolbox(Protocol):
+    """What the loop needs of :class:`hive.tools.registry.Toolbox`."""
+
+    def specs(self) -> list[ToolSpec]: ...
+
+    async def call(self, name: str, args: dict[str, Any]) -> ToolResult: ...
+
+    async def aclose(self) -> None: ...
+
+
+def split_utterances(text: str) -> list[str]:
+    """The publish candidates in one reply's prose: one per marked statement, each ≥ 40 characters.
+
+    A reply with fewer than two markers is one piece; a reply with several is cut before each marker,
+    so every ``FOUND:`` is judged on its own.
+    """
+    starts = [m.start() for m in _MARKER.finditer(text)]
+    if len(starts) < 2:
+        pieces = [text]
+    else:
+        bounds = [0, *starts[1:], len(text)] if starts[0] == 0 else [0, *starts, len(text)]
+        pieces = [text[a:b] for a, b in itertools.pairwise(bounds)]
+    return [p.strip() for p in pieces if len(p.strip()) >= MIN_UTTERANCE]
+
+
+def is_checkpoint_statement(text: str) -> bool:
+    """A reply that answers a checkpoint (starts with a marker) rather than handing in the report."""
+    return _MARKER.match(text.strip()) is not None and len(text.strip()) <= 1200
+
+
+class _Ended(Exception):
+    """Ends the loop early with a given outcome (the loop guard)."""
+
+    def __init__(self, outcome: BeeOutcome, reason: str) -> None:
+        super().__init__(reason)
+        self.outcome: BeeOutcome = outcome
+        self.reason = reason
+
+
+def _call_key(name: str, args: dict[str, Any]) -> str:
+    return name + "\x00" + orjson.dumps(args, option=orjson.OPT_SORT_KEYS, default=str).decode()
+
+
+def _format_seconds(seconds: float) -> str:
+    return f"{seconds / 60:g} min" if seconds >= 60 else f"{seconds:g} s"
+
+
+class BeeLoop:
+    """One bee's investigation, from the system prompt to the report. Run it once with :meth:`run`."""
+
+    def __init__(
+        self,
+        brief: BeeBrief,
+        *,
+        model: Model,
+        toolbox: Toolbox,
+        channel: Channel,
+        transcript: Transcript,
+        system_prompt: str,
+        clock: Callable[[], float] = time.monotonic,
+        scrubber: Scrubber | None = None,
+        settings: ModelSettings | None = None,
+    ) -> None:
+        self.brief = brief
+        self._model = model
+        self._toolbox = toolbox
+        self._channel = channel
+        self._transcript = transcript
+        self._system_prompt = system_prompt
+        self._clock = clock
+        self._scrub = scrubber or Scrubber(())
+        self._settings = settings or ModelSettings()
+
+        self._messages: list[Message] = []
+        self._inbox = Inbox()
+        self._wrap_up: str | None = None
+        self._stop_reason: str | None = None
+        self._closed: str | None = None
+        """Why the tools are closed; ``None`` while they are open."""
+        self._told_time_up = False
+        self._steps = 0
+        self._tokens = 0
+        self._silent_calls = 0
+        self._checkpoint_asked = False
+        self._seq = 0
+        self._said: list[str] = []
+        self._report: str | None = None
+        self._call_counts: dict[str, int] = {}
+        self._started = 0.0
+        self._work: asyncio.Task[tuple[str, BeeOutcome, str | None]] | None = None
+        self._tool_specs: list[ToolSpec] | None = None
+
+    # ------------------------------------------------------------------ the run
+
+    async def run(self) -> Report:
+        """Investigate until a report, a budget, a stop or an error; send and return the :class:`Report`."""
+        self._started = self._clock()
+        work = self._work = asyncio.create_task(self._investigate())
+        reader = asyncio.create_task(self._read_channel())
+        try:
+            await asyncio.wait({work})
+        finally:
+            work.cancel()
+            reader.cancel()
+            await asyncio.gather(work, reader, return_exceptions=True)
+        report = self._conclude(work)
+        self._transcript.write(
+            "report", content=report.text, data={"outcome": report.outcome, "reason": report.reason}
+        )
+        with contextlib.suppress(ChannelClosed):
+            self._channel.send(report)
+        return report
+
+    def request_stop(self, reason: str) -> None:
+        """End the run now (a ``stop`` message, the coordinator gone, a signal)."""
+        if self._stop_reason is None:
+            self._stop_reason = reason
+        if self._work is not None:
+            self._work.cancel()
+
+    def _conclude(self, work: asyncio.Task[tuple[str, BeeOutcome, str | None]]) -> Report:
+        outcome: BeeOutcome
+        reason: str | None
+        if work.cancelled():
+            text, outcome, reason = self._partial(), "cut_short", self._stop_reason or "stopped"
+        elif (exc := work.exception()) is None:
+            text, outcome, reason = work.result()
+        elif isinstance(exc, _Ended):
+            text, outcome, reason = self._partial(), exc.outcome, exc.reason
+        elif isinstance(exc, ChannelClosed):
+            text, outcome, reason = self._partial(), "cut_short", "the coordinator closed the channel"
+        elif isinstance(exc, HiveError):
+            text, outcome, reason = (
+                self._partial(),
+                "failed",
+                prompts.one_line(str(exc)) or type(exc).__name__,
+            )
+        else:
+            log.error("bee %s crashed", self.brief.bee, exc_info=exc)
+            reason = prompts.one_line(f"{type(exc).__name__}: {exc}")
+            self._transcript.write("error", content=reason)
+            text, outcome = self._partial(), "crashed"
+        return Report(
+            bee=self.brief.bee,
+            text=self._scrub.text(text),
+            outcome=outcome,
+            reason=None if reason is None else self._scrub.text(reason),
+        )
+
+    def _partial(self) -> str:
+        """The best report there is when the bee did not finish one: its report, else what it said."""
+        if self._report is not None:
+            return self._report
+        return "\n\n".join(self._said)
+
+    async def _read_channel(self) -> None:
+        while True:
+            message = await self._channel.receive()
+            if message is None:
+                self.request_stop("the coordinator closed the channel")
+                return
+            if isinstance(message, Notes):
+                self._inbox.add(message.items)
+            elif isinstance(message, WrapUp):
+                if self._wrap_up is None:
+                    self._wrap_up = prompts.one_line(message.reason).rstrip(".") or "wrap-up requested"
+            elif isinstance(message, Stop):
+                self.request_stop("stopped")
+                return
+
+    # ------------------------------------------------------------------ the conversation
+
+    async def _investigate(self) -> tuple[str, BeeOutcome, str | None]:
+        self._add_message(Message("system", self._system_prompt))
+        self._add_user(prompts.kickoff(self.brief))
+        tool_turns_after_time_up = 0
+        while True:
+            self._prepare_turn()
+            answering_checkpoint = self._checkpoint_asked
+            self._checkpoint_asked = False
+            reply = await self._ask()
+            text = reply.text.strip()
+            if reply.tool_calls:
+                self._speak(text)
+                self._add_message(Message("assistant", reply.text, tool_calls=reply.tool_calls))
+                if self._told_time_up:
+                    tool_turns_after_time_up += 1
+                    if tool_turns_after_time_up > TOOL_TURNS_AFTER_TIME_UP:
+                        assert self._closed is not None
+                        return self._partial(), "cut_short", f"{self._closed}; kept calling tools after that"
+                await self._run_tools(reply.tool_calls)
+                continue
+            self._add_message(Message("assistant", reply.text))
+            if answering_checkpoint and self._closed is None and is_checkpoint_statement(text):
+                self._speak(text)
+                self._add_user(prompts.CARRY_ON)
+                continue
+            report = await self._last_call(text or "(no report)")
+            if self._closed is not None:
+                return report, "cut_short", self._closed
+            return report, "reported", None
+
+    def _prepare_turn(self) -> None:
+        """Everything due before the next model call, merged into one user message."""
+        parts: list[str] = []
+        drained = self._drain_inbox()
+        if drained.items:
+            parts.append(prompts.notes_message(drained.items, self.brief.bee))
+        self._close_if_over_budget(before_model_call=True)
+        if self._closed is not None and not self._told_time_up:
+            parts.append(prompts.time_up(self._closed))
+            self._told_time_up = True
+        elif self._closed is None and 0 < self.brief.checkpoint_every <= self._silent_calls:
+            parts.append(prompts.CHECKPOINT)
+            self._silent_calls = 0
+            self._checkpoint_asked = True
+        if parts:
+            self._add_user("\n\n".join(parts))
+
+    async def _last_call(self, report: str) -> str:
+        """One more turn if notes arrived while the bee was finishing; never a third."""
+        self._report = report
+        drained = self._drain_inbox()
+        if not drained.items:
+            return report
+        self._add_user(prompts.last_call(drained.items, self.brief.bee))
+        reply = await self._ask()
+        if reply.tool_calls:
+            self._transcript.write("error", content="tool calls in the last-call reply were not run")
+        self._add_message(Message("assistant", reply.text))
+        text = reply.text.strip()
+        if not text or prompts.is_no_change(text):
+            return report
+        self._report = text
+        return text
+
+    def _drain_inbox(self) -> Drained:
+        drained = self._inbox.drain()
+        if drained.items or drained.withheld:
+            received = Received(
+                bee=self.brief.bee, delivered=drained.delivered, withheld=list(drained.withheld)
+            )
+            self._transcript.write(
+                "notes", data={"delivered": received.delivered, "withheld": received.withheld}
+            )
+            self._send(received)
+        return drained
+
+    def _close_if_over_budget(self, *, before_model_call: bool) -> None:
+        """Close the tools when a budget is spent.
+
+        Steps and tokens are spent by model calls, so they are checked only before one: the tool calls of
+        the last allowed step still run. A wrap-up and the clock also stop the tool calls of a step.
+        """
+        if self._closed is not None:
+            return
+        if self._wrap_up is not None:
+            self._closed = self._wrap_up
+        elif self._clock() - self._started >= self.brief.time_limit:
+            self._closed = f"time limit reached ({_format_seconds(self.brief.time_limit)})"
+        elif not before_model_call:
+            return
+        elif self._steps >= self.brief.max_steps:
+            self._closed = f"step limit reached ({self.brief.max_steps} steps)"
+        elif self.brief.token_budget is not None and self._tokens >= self.brief.token_budget:
+            self._closed = f"token budget reached ({self._tokens} of {self.brief.token_budget} tokens)"
+
+    async def _ask(self) -> ModelResponse:
+        if self._closed is None:
+            self._steps += 1
+        reply = await self._model.request(list(self._messages), self._specs, self._settings)
+        self._tokens += reply.usage.total
+        model = reply.model or self._model.name
+        self._transcript.write(
+            "reply",
+            role="assistant",
+            content=reply.text,
+            data={
+                "model": model,
+                "tool_calls": [
+                    {
+                        "id": c.id,
+                        "name": c.name,
+                        "arguments": c.arguments,
+                        **({"error": c.error} if c.error else {}),
+                    }
+                    for c in reply.tool_calls
+                ],
+            },
+        )
+        usage = Usage(
+            bee=self.brief.bee,
+            model=model,
+            input_tokens=reply.usage.input_tokens,
+            output_tokens=reply.usage.output_tokens,
+            cost_usd=reply.usage.cost_usd,
+        )
+        self._transcript.write(
+            "usage", data=usage.model_dump(include={"model", "input_tokens", "output_tokens", "cost_usd"})
+        )
+        self._send(usage)
+        return reply
+
+    @property
+    def _specs(self) -> list[ToolSpec]:
+        if self._tool_specs is None:
+            self._tool_specs = self._toolbox.specs()
+        return self._tool_specs
+
+    def _speak(self, text: str) -> None:
+        for piece in split_utterances(self._scrub.text(text)):
+            self._seq += 1
+            self._said.append(piece)
+            self._silent_calls = 0
+            self._send(Utterance(bee=self.brief.bee, seq=self._seq, text=piece))
+
+    def _add_message(self, message: Message) -> None:
+        self._messages.append(message)
+        if message.role in ("system", "user"):
+            self._transcript.write("message", role=message.role, content=message.content)
+
+    def _add_user(self, text: str) -> None:
+        last = self._messages[-1] if self._messages else None
+        if last is not None and last.role == "user":
+            # Some APIs refuse two user turns in a row; extend the waiting one instead.
+            self._messages[-1] = Message("user", f"{last.content}\n\n{text}")
+            self._transcript.write("message", role="user", content=text, data={"appended": True})
+        else:
+            self._add_message(Message("user", text))
+
+    def _send(self, message: BeeMessage) -> None:
+        self._channel.send(message)
+
+    # ------------------------------------------------------------------ tools
+
+    async def _run_tools(self, calls: tuple[ToolCall, ...]) -> None:
+        for call in calls:
+            self._transcript.write(
+                "tool_call",
+                tool=call.name,
+                args=call.arguments,
+                call_id=call.id,
+                data={"error": call.error, "raw": call.raw} if call.error else None,
+            )
+            result = await self._run_one(call)
+            self._messages.append(Message("tool", result.text, tool_call_id=call.id, name=call.name))
+            self._transcript.write(
+                "tool_result",
+                tool=call.name,
+                call_id=call.id,
+                content=truncate(result.text),
+                data={"ok": result.ok},
+            )
+            self._silent_calls += 1
+            self._send(
+                Activity(
+                    bee=self.brief.bee,
+                    text=self._scrub.text(result.activity or call.name),
+                    tool=call.name,
+                    step=self._steps,
+                )
+            )
+
+    async def _run_one(self, call: ToolCall) -> ToolResult:
+        self._close_if_over_budget(before_model_call=False)
+        if self._closed is not None:
+            return ToolResult(
+                prompts.tools_closed(self._closed), ok=False, activity=f"{call.name}: refused, time is up"
+            )
+        if call.error is not None:
+            return ToolResult(
+                prompts.bad_arguments(call.name, call.error),
+                ok=False,
+                activity=f"{call.name}: malformed arguments",
+            )
+        key = _call_key(call.name, call.arguments)
+        times = self._call_counts[key] = self._call_counts.get(key, 0) + 1
+        if times >= LOOP_FAIL_AT:
+            args = prompts.clip(orjson.dumps(call.arguments, default=str).decode(), 120)
+            self._send(
+                Activity(
+                    bee=self.brief.bee,
+                    text=f"{call.name}: same call {times} times, stopped",
+                    tool=call.name,
+                    step=self._steps,
+                )
+            )
+            raise _Ended("failed", f"loop guard: the same {call.name} call {args} was made {times} times")
+        if times == LOOP_NUDGE_AT:
+            return ToolResult(
+                prompts.loop_nudge(call.name, times),
+                ok=False,
+                activity=f"{call.name}: same call {times} times, not run",
+            )
+        return await self._toolbox.call(call.name, call.arguments)
+
+
+def exit_code(report: Report) -> int:
+    """0 when the bee handed in a report (full or cut short), 1 when it failed or crashed."""
+    return 0 if report.outcome in ("reported", "cut_short") else 1
