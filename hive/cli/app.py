@@ -26,6 +26,8 @@ app = typer.Typer(
 
 _COMMAND_MODULES = (
     "hive.cli.runs",
+    "hive.cli.judge",
+    "hive.cli.start",
 )
 
 _state = {"debug": False}

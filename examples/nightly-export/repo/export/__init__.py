@@ -1,0 +1,1 @@
+"""The nightly customer export."""

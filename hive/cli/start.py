@@ -1,0 +1,201 @@
+"""``hive start`` and ``hive demo``: run a hive."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from hive.cli.app import app
+from hive.cli.output import RunsDirOption, print_json
+from hive.errors import UsageError
+
+_NO_MODEL = (
+    "no model: pass --model provider:model (e.g. openai:gpt-4.1-mini) or set HIVE_MODEL; "
+    "'hive demo' runs a hive offline with no key"
+)
+
+
+@app.command("start")
+def start_command(
+    problem: str = typer.Argument(..., help="What the bees should find out."),
+    repo: Path = typer.Option(Path("."), "--repo", help="The repository to investigate (read-only)."),
+    bees: int | None = typer.Option(
+        None, "--bees", help="Number of investigators, 2–6 (default: the angles given, else 3)."
+    ),
+    angle: list[str] = typer.Option([], "--angle", help="An angle for one bee (repeatable); skips planning."),
+    model: str | None = typer.Option(None, "--model", envvar="HIVE_MODEL", help="provider:model for the bees."),
+    judge: str = typer.Option("local", "--judge", envvar="HIVE_JUDGE", help="Judge tiers, cheapest first."),
+    gate_mode: str | None = typer.Option(None, "--gate-mode", help="e.g. publish=shadow,deliver=active"),
+    role: str = typer.Option("investigator", "--role", help="Role file for the investigators."),
+    time_limit: float | None = typer.Option(
+        None, "--time-limit", help="Seconds per bee before it must report (default: the role's, or 600)."
+    ),
+    deadline: float | None = typer.Option(None, "--deadline", help="Seconds for the whole run."),
+    dispute_timeout: float = typer.Option(60.0, "--dispute-timeout", help="Seconds before a verifier is spawned."),
+    max_verifiers: int = typer.Option(2, "--max-verifiers", help="Verifier bees allowed per run."),
+    delivery_cap: int = typer.Option(10, "--delivery-cap", help="Plain notes delivered per bee."),
+    max_steps: int | None = typer.Option(None, "--max-steps", help="Model calls per bee (default: the role's, or 40)."),
+    grace: float = typer.Option(90.0, "--grace", help="Seconds a bee gets to report after a wrap-up."),
+    runs_dir: Path | None = RunsDirOption,
+    unsafe_bash: bool = typer.Option(False, "--unsafe-bash", help="Run bash without the bubblewrap sandbox."),
+    as_json: bool = typer.Option(False, "--json", help="Print the final summary as JSON."),
+    plain: bool = typer.Option(False, "--plain", help="Plain timestamped lines instead of the live view."),
+    quiet: bool = typer.Option(False, "--quiet", help="Print only the answer."),
+) -> int:
+    """Start a hive on PROBLEM and print its answer."""
+    from hive.coordinator.options import StartOptions, check_bee_count, check_positive, check_problem, check_repo
+    from hive.coordinator.options import check_runs_dir as check_runs
+    from hive.judge.modes import gate_modes
+    from hive.judge.tiers import parse_tiers
+    from hive.providers.registry import check_model_spec
+    from hive.roles import load_role
+    from hive.runs import runs_dir_from
+
+    text = check_problem(problem)
+    angles = tuple(a.strip() for a in angle)
+    n = check_bee_count(bees, angles)
+    repo_path = check_repo(repo)
+    runs = check_runs(runs_dir_from(runs_dir))
+    for name, value in (("--time-limit", time_limit), ("--deadline", deadline), ("--grace", grace),
+                        ("--dispute-timeout", dispute_timeout)):
+        check_positive(name, value)
+    if max_verifiers < 0 or delivery_cap < 0:
+        raise UsageError("--max-verifiers and --delivery-cap must not be negative")
+    if not model:
+        raise UsageError(_NO_MODEL)
+    check_model_spec(model)
+    tier_specs = parse_tiers(judge)
+    modes = gate_modes(gate_mode)
+    investigator = load_role(role, cwd=repo_path)
+    load_role("verifier", cwd=repo_path)
+    opts = StartOptions(
+        problem=text, repo=repo_path, model=model, bees=n, angles=angles, judge=tuple(tier_specs),
+        gate_modes=modes, role=role, time_limit=time_limit or investigator.time_limit or 600.0, deadline=deadline,
+        dispute_timeout=dispute_timeout, max_verifiers=max_verifiers, runs_dir=runs, unsafe_bash=unsafe_bash,
+        delivery_cap=delivery_cap, grace=grace, max_steps=max_steps or investigator.max_steps,
+    )
+    return run_hive(opts, as_json=as_json, mode=_view_mode(plain, quiet))
+
+
+def _view_mode(plain: bool, quiet: bool) -> str:
+    if quiet:
+        return "quiet"
+    if plain or not sys.stdout.isatty():
+        return "plain"
+    return "rich"
+
+
+def run_hive(opts: Any, *, as_json: bool, mode: str, intro: str | None = None) -> int:
+    """Build the judge, run the coordinator with a view, print the answer or the summary."""
+    from hive.coordinator import Coordinator
+    from hive.judge.tiers import build_tiers
+    from hive.observe.live import open_view
+    from hive.runs import load_run_info
+
+    tiers = build_tiers(list(opts.judge))
+    coordinator = Coordinator(opts, tiers=tiers)
+    views: list[Any] = []
+
+    def created(paths: Any) -> None:
+        out = sys.stderr if as_json or mode == "quiet" else sys.stdout
+        if intro:
+            print(intro, file=out)
+        print(f"hive: run directory {paths.dir}", file=out, flush=True)
+        view = open_view("quiet" if as_json else mode, load_run_info(paths))  # type: ignore[arg-type]
+        views.append(view)
+        coordinator.view = view
+
+    coordinator.on_created = created
+    try:
+        result = asyncio.run(coordinator.run())
+    finally:
+        for view in views:
+            view.close()
+    if as_json:
+        print_json(summary(result))
+    else:
+        print(result.answer)
+    return result.exit_code
+
+
+def summary(result: Any) -> dict[str, Any]:
+    from hive.runs import duration_seconds
+
+    info, stats = result.info, result.stats
+    return {
+        "run": info.id,
+        "dir": str(result.paths.dir),
+        "status": info.status,
+        "exit_reason": info.exit_reason,
+        "answer_file": str(result.paths.answer),
+        "answer_from": info.settings.get("answer_from"),
+        "angles_from": info.settings.get("angles_from"),
+        "bees": [b.model_dump(mode="json", exclude_none=True) for b in info.bees],
+        "utterances": stats.utterances,
+        "notes": stats.notes,
+        "deliveries": stats.deliveries,
+        "corrections": stats.corrections,
+        "disputes": stats.disputes,
+        "verifiers": sum(b.id.startswith("verify-") for b in info.bees),
+        "decisions": stats.decisions,
+        "duration_s": duration_seconds(info),
+    }
+
+
+def examples_dir() -> Path:
+    """The shipped examples: beside the package in a checkout, inside it in a wheel."""
+    here = Path(__file__).resolve().parent.parent
+    for candidate in (here.parent / "examples", here / "_examples"):
+        if candidate.is_dir():
+            return candidate
+    raise UsageError("the examples directory is missing from this installation")
+
+
+@app.command("demo")
+def demo_command(
+    runs_dir: Path | None = RunsDirOption,
+    dispute_timeout: float = typer.Option(4.0, "--dispute-timeout", help="Seconds before a verifier is spawned."),
+    as_json: bool = typer.Option(False, "--json", help="Print the final summary as JSON."),
+    plain: bool = typer.Option(False, "--plain", help="Plain timestamped lines instead of the live view."),
+    quiet: bool = typer.Option(False, "--quiet", help="Print only the answer."),
+) -> int:
+    """Run a complete hive offline on the shipped example: real processes and tools, scripted bees."""
+    from hive.coordinator.options import StartOptions, check_runs_dir
+    from hive.runs import runs_dir_from
+
+    example = examples_dir() / "nightly-export"
+    script, judge_rules = example / "hive-script.json", example / "hive-judge.json"
+    runs = check_runs_dir(runs_dir_from(runs_dir))
+    opts = StartOptions(
+        problem="Why does the nightly export drop rows?",
+        repo=example / "repo",
+        model=f"script:{script}",
+        bees=3,
+        judge=("local", f"script:{judge_rules}"),
+        dispute_timeout=dispute_timeout,
+        runs_dir=runs,
+        time_limit=120.0,
+        grace=10.0,
+    )
+    intro = (
+        "hive demo: a real hive, offline: the real coordinator, real bee processes and real read-only tools on "
+        f"{opts.repo}, gated by the embedded local judge.\n"
+        f"The bees' words are scripted ({script.name}), so no API key is needed; the relate questions the local "
+        f"judge declares itself untrusted on go to a scripted judge tier ({judge_rules.name}).\n"
+        f"A dispute spawns a verifier after {dispute_timeout:g} s here (60 s by default)."
+    )
+    code = run_hive(opts, as_json=as_json, mode=_view_mode(plain, quiet), intro=intro)
+    if not as_json and not quiet:
+        _print_audit_summary(runs)
+    return code
+
+
+def _print_audit_summary(runs: Path) -> None:
+    from hive.cli.app import main
+
+    print("\n" + "─" * 60 + "\n$ hive audit latest\n")
+    main(["audit", "latest", "--runs-dir", str(runs)])

@@ -1,0 +1,91 @@
+"""What ``hive start`` was asked to do, validated before anything is started or written."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hive.errors import UsageError
+from hive.records import GateMode
+
+MIN_BEES, MAX_BEES = 2, 6
+MAX_PROBLEM_CHARS = 20_000
+
+
+@dataclass(frozen=True)
+class StartOptions:
+    problem: str
+    repo: Path
+    model: str
+    bees: int
+    angles: tuple[str, ...] = ()
+    judge: tuple[str, ...] = ("local",)
+    gate_modes: dict[str, GateMode] = field(default_factory=dict)
+    role: str = "investigator"
+    time_limit: float = 600.0
+    deadline: float | None = None
+    dispute_timeout: float = 60.0
+    max_verifiers: int = 2
+    runs_dir: Path = Path("runs")
+    unsafe_bash: bool = False
+    delivery_cap: int = 10
+    grace: float = 90.0
+    stall_timeout: float = 300.0
+    max_steps: int | None = None
+
+
+def check_problem(problem: str) -> str:
+    text = problem.strip()
+    if not text:
+        raise UsageError("the problem is empty: say what the bees should investigate")
+    if len(text) > MAX_PROBLEM_CHARS:
+        raise UsageError(f"the problem is {len(text):,} characters; keep it under {MAX_PROBLEM_CHARS:,}")
+    return text
+
+
+def check_bee_count(bees: int | None, angles: tuple[str, ...]) -> int:
+    if bees is None:
+        bees = len(angles) if angles else 3
+    if not MIN_BEES <= bees <= MAX_BEES:
+        raise UsageError(f"--bees must be between {MIN_BEES} and {MAX_BEES}, not {bees}")
+    if angles and len(angles) != bees:
+        raise UsageError(f"--bees {bees} does not match the {len(angles)} --angle options given")
+    if any(not a.strip() for a in angles):
+        raise UsageError("an --angle is empty")
+    return bees
+
+
+def check_repo(repo: Path) -> Path:
+    if not repo.exists():
+        raise UsageError(f"repository {str(repo)!r} does not exist")
+    if not repo.is_dir():
+        raise UsageError(f"repository {str(repo)!r} is not a directory")
+    if not os.access(repo, os.R_OK | os.X_OK):
+        raise UsageError(f"repository {str(repo)!r} is not readable")
+    return repo.resolve()
+
+
+def check_runs_dir(runs_dir: Path) -> Path:
+    """The runs directory must be creatable and writable; nothing is created here."""
+    probe = runs_dir
+    while not probe.exists():
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if probe.exists() and not probe.is_dir():
+        raise UsageError(f"runs directory {str(runs_dir)!r} is not a directory")
+    # os.access() says yes to root everywhere; only a real (immediately removed) file tells the truth.
+    try:
+        fd, name = tempfile.mkstemp(prefix=".hive-probe-", dir=probe)
+        os.close(fd)
+        os.unlink(name)
+    except OSError as e:
+        raise UsageError(f"runs directory {str(runs_dir)!r} is not writable ({e.strerror})") from e
+    return runs_dir
+
+
+def check_positive(name: str, value: float | None) -> None:
+    if value is not None and value <= 0:
+        raise UsageError(f"{name} must be positive, not {value}")

@@ -1,0 +1,441 @@
+"""One hive run, from ``run.json`` to ``answer.md``.
+
+The coordinator is one asyncio process: it plans angles, spawns the bees, feeds their utterances to the
+gate pipeline, watches budgets, the deadline, silent bees and disputes, and writes the answer. Every task
+runs inside one TaskGroup; every bee process is reaped before :meth:`Coordinator.run` returns, and every
+bee dies with the coordinator anyway (process group plus parent-death signal).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import platform
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hive import __version__
+from hive.coordinator.answer import (
+    BeeReport,
+    compose_answer,
+    digest,
+    fallback_angles,
+    plan_angles,
+    synthesize,
+)
+from hive.coordinator.options import StartOptions
+from hive.coordinator.pipeline import Pipeline, PipelineStats, verifier_angle
+from hive.coordinator.process import BeeProcess
+from hive.errors import RunFailed, StoreError
+from hive.gates import Gates
+from hive.judge.base import Tier
+from hive.judge.engine import Judge
+from hive.judge.tiers import build_tiers
+from hive.providers.registry import infer_model
+from hive.records import (
+    BeeBrief,
+    BeeInfo,
+    BeeOutcome,
+    InboxItem,
+    Notes,
+    Ready,
+    Received,
+    Report,
+    RunInfo,
+    RunStatus,
+    Stop,
+    Usage,
+    Utterance,
+    WrapUp,
+    now_iso,
+)
+from hive.roles import load_role
+from hive.runs import RunPaths, new_run_id
+from hive.store import JsonlWriter, write_json_atomic
+
+TICK = 0.1
+INTERRUPT_GRACE = 15.0
+_STOP_REASONS = {"interrupted": "interrupted by the user", "deadline": "the run's deadline passed"}
+
+
+@dataclass
+class BeeRun:
+    id: str
+    angle: str
+    role: str
+    model: str
+    proc: BeeProcess | None = None
+    outcome: BeeOutcome | None = None
+    reason: str | None = None
+    report: str = ""
+    utterances: list[str] = field(default_factory=list)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None
+    started: float = field(default_factory=time.monotonic)
+    last_seen: float = field(default_factory=time.monotonic)
+    wrap_sent: float | None = None
+    kill_reason: str | None = None
+
+    def info(self) -> BeeInfo:
+        return BeeInfo(id=self.id, angle=self.angle, role=self.role, model=self.model, outcome=self.outcome,
+                       reason=self.reason, input_tokens=self.input_tokens, output_tokens=self.output_tokens,
+                       cost_usd=self.cost_usd, utterances=len(self.utterances))
+
+    def partial_report(self) -> str:
+        return "\n\n".join(self.utterances[-6:])
+
+
+@dataclass
+class RunResult:
+    info: RunInfo
+    paths: RunPaths
+    answer: str
+    stats: PipelineStats
+
+    @property
+    def exit_code(self) -> int:
+        return {"finished": 0, "interrupted": 130}.get(self.info.status, 1)
+
+
+class Coordinator:
+    def __init__(self, opts: StartOptions, *, view: Any = None, tiers: list[Tier] | None = None,
+                 on_created: Callable[[RunPaths], None] | None = None) -> None:
+        self.opts = opts
+        self._given_tiers = tiers
+        self.view = view
+        self.on_created = on_created
+        self.paths = RunPaths(opts.runs_dir / new_run_id())
+        self.bees: dict[str, BeeRun] = {}
+        self.stopping: str | None = None
+        self.status: RunStatus = "running"
+        self.exit_reason: str | None = None
+        self.verifiers = 0
+        self.started_at = now_iso()
+        self.deadline = time.monotonic() + opts.deadline if opts.deadline else None
+        self.angle_source = "user" if opts.angles else "model"
+        self.answer_source = "model"
+        self._kill_at: float | None = None
+        self._tasks: asyncio.TaskGroup | None = None
+        self._interrupts = 0
+        self._repo_head = _git_head(opts.repo)
+
+    # ------------------------------------------------------------------ view and records
+
+    def _say(self, text: str) -> None:
+        if self.view is not None:
+            self.view.message(text)
+
+    def _observe(self, event: Any) -> None:
+        if self.view is not None:
+            self.view.on_event(event)
+
+    def _run_info(self) -> RunInfo:
+        return RunInfo(
+            id=self.paths.id,
+            problem=self.opts.problem,
+            repo=str(self.opts.repo),
+            repo_head=self._repo_head,
+            bees=[b.info() for b in self.bees.values()],
+            model=self.opts.model,
+            judge=list(self.opts.judge),
+            gate_modes={g: self.opts.gate_modes.get(g, "active") for g in ("publish", "deliver", "relate")},
+            versions={"hive": __version__, "python": platform.python_version()},
+            started_at=self.started_at,
+            ended_at=None if self.status == "running" else now_iso(),
+            status=self.status,
+            exit_reason=self.exit_reason,
+            pid=os.getpid(),
+            host=socket.gethostname(),
+            settings={
+                "role": self.opts.role, "time_limit": self.opts.time_limit, "deadline": self.opts.deadline,
+                "dispute_timeout": self.opts.dispute_timeout, "max_verifiers": self.opts.max_verifiers,
+                "delivery_cap": self.opts.delivery_cap, "grace": self.opts.grace,
+                "unsafe_bash": self.opts.unsafe_bash, "angles_from": self.angle_source,
+                "answer_from": self.answer_source,
+            },
+        )
+
+    def _save(self) -> None:
+        write_json_atomic(self.paths.run_json, self._run_info())
+
+    # ------------------------------------------------------------------ the run
+
+    async def run(self) -> RunResult:
+        self.paths.dir.mkdir(parents=True, exist_ok=False)
+        self._save()
+        if self.on_created is not None:
+            self.on_created(self.paths)
+        board = JsonlWriter(self.paths.board)
+        gate_log = JsonlWriter(self.paths.gate)
+        tiers = self._given_tiers if self._given_tiers is not None else build_tiers(list(self.opts.judge))
+        judge = Judge(tiers)
+        similarity = next((t.similarity for t in tiers if hasattr(t, "similarity")), None)
+        gates = Gates(judge, goal=self.opts.problem, modes=dict(self.opts.gate_modes))
+        pipeline = Pipeline(gates, board, gate_log, self._send, delivery_cap=self.opts.delivery_cap,
+                            similarity=similarity, observe=self._observe)
+        self.pipeline = pipeline
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, self._on_signal)
+        try:
+            angles = await self._angles()
+            investigator = load_role(self.opts.role, cwd=self.opts.repo)
+            for i, angle in enumerate(angles, 1):
+                self.bees[f"bee-{i}"] = BeeRun(f"bee-{i}", angle, investigator.name,
+                                               investigator.model or self.opts.model)
+            self._save()
+            async with asyncio.TaskGroup() as tg:
+                self._tasks = tg
+                for bee in list(self.bees.values()):
+                    pipeline.add_bee(bee.id, bee.angle)
+                    tg.create_task(self._bee_task(bee))
+                tg.create_task(self._supervise())
+        except* StoreError as group:
+            self.status, self.exit_reason = "failed", str(group.exceptions[0])
+        finally:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(sig)
+            await self._reap_all()
+            await judge.aclose()
+            board.close()
+            gate_log.close()
+        if self.status == "failed":
+            with contextlib.suppress(StoreError):
+                self._save()
+            raise RunFailed(f"run {self.paths.id} stopped: {self.exit_reason}")
+        answer = await self._answer()
+        if self.stopping == "interrupted":
+            self.status, self.exit_reason = "interrupted", "interrupted by the user"
+        else:
+            self.status = "finished"
+            self.exit_reason = self.exit_reason or "every bee reported"
+        self._save()
+        return RunResult(self._run_info(), self.paths, answer, pipeline.stats)
+
+    async def _angles(self) -> list[str]:
+        n = self.opts.bees
+        if self.opts.angles:
+            return list(self.opts.angles)
+        self._say(f"planning {n} angles with {self.opts.model}")
+        try:
+            model = infer_model(self.opts.model, agent="planner")
+            try:
+                return await plan_angles(model, self.opts.problem, n)
+            finally:
+                await model.aclose()
+        except Exception as e:  # planning is best effort: any failure falls back to generic angles
+            self.angle_source = "fallback"
+            self._say(f"angle planning failed ({_short(e)}); using generic angles")
+            role = load_role(self.opts.role, cwd=self.opts.repo)
+            return fallback_angles(n, getattr(role, "angles", None) or ())
+
+    # ------------------------------------------------------------------ bees
+
+    def _brief(self, bee: BeeRun) -> Path:
+        others = {b.id: b.angle for b in self.bees.values() if b.id != bee.id and b.id.startswith("bee-")}
+        brief = BeeBrief(
+            bee=bee.id, problem=self.opts.problem, angle=bee.angle, others=others, repo=str(self.opts.repo),
+            run_dir=str(self.paths.dir), role=bee.role, model=bee.model, time_limit=self.opts.time_limit,
+            max_steps=self.opts.max_steps or 40, grace=self.opts.grace, unsafe_bash=self.opts.unsafe_bash,
+        )
+        path = self.paths.brief(bee.id)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(path, brief)
+        return path
+
+    async def _bee_task(self, bee: BeeRun) -> None:
+        assert self._tasks is not None
+        worker = self._tasks.create_task(self.pipeline.worker(bee.id))
+        if self.stopping is not None:
+            self._finish(bee, "cut_short", f"not started ({self.stopping})", "")
+            self.pipeline.bee_done(bee.id)
+            await worker
+            return
+        try:
+            bee.proc = await BeeProcess.spawn(bee.id, self._brief(bee), dict(os.environ))
+        except OSError as e:
+            self._finish(bee, "crashed", f"could not start: {e.strerror}", "")
+            self.pipeline.bee_done(bee.id)
+            await worker
+            return
+        bee.started = bee.last_seen = time.monotonic()
+        if self.view is not None:
+            self.view.bee_started(bee.info())
+        async for message in bee.proc.messages():
+            bee.last_seen = time.monotonic()
+            self._observe(message)
+            match message:
+                case Utterance():
+                    bee.utterances.append(message.text)
+                    self.pipeline.submit(message)
+                case Usage():
+                    bee.input_tokens += message.input_tokens
+                    bee.output_tokens += message.output_tokens
+                    if message.cost_usd is not None:
+                        bee.cost_usd = (bee.cost_usd or 0.0) + message.cost_usd
+                case Received():
+                    self.pipeline.received(message)
+                case Report():
+                    bee.report, bee.outcome, bee.reason = message.text, message.outcome, message.reason
+                    break
+                case Ready():
+                    pass
+        code = await bee.proc.terminate(grace=5.0)
+        if bee.outcome is None:
+            if bee.kill_reason:
+                self._finish(bee, "cut_short", bee.kill_reason, _cut(bee.kill_reason, bee.partial_report()))
+            else:
+                how = f"killed by signal {-code}" if code < 0 else f"exited with code {code}"
+                self._finish(bee, "crashed", f"{how} without a report", _cut(how, bee.partial_report()))
+        else:
+            self._finish(bee, bee.outcome, bee.reason, bee.report)
+        self.pipeline.bee_done(bee.id)
+        await worker
+
+    def _finish(self, bee: BeeRun, outcome: BeeOutcome, reason: str | None, report: str) -> None:
+        bee.outcome, bee.reason, bee.report = outcome, reason, report
+        if self.view is not None:
+            self.view.bee_finished(bee.id, outcome, reason)
+        self._save()
+
+    async def _send(self, bee: str, items: list[InboxItem]) -> None:
+        proc = self.bees[bee].proc
+        if proc is not None:
+            await proc.send(Notes(items=items))
+
+    async def _wrap_up(self, bee: BeeRun, reason: str) -> None:
+        if bee.proc is None or bee.outcome is not None or bee.wrap_sent is not None:
+            return
+        bee.wrap_sent = time.monotonic()
+        await bee.proc.send(WrapUp(reason=reason))
+
+    def _kill(self, bee: BeeRun, reason: str) -> None:
+        if bee.proc is not None and bee.outcome is None and bee.kill_reason is None:
+            bee.kill_reason = reason
+            bee.proc.signal_group(signal.SIGKILL)
+
+    # ------------------------------------------------------------------ supervision
+
+    async def _supervise(self) -> None:
+        """Budgets, watchdog, deadline, disputes and the end of the run, checked every tick."""
+        while True:
+            await asyncio.sleep(TICK)
+            now = time.monotonic()
+            live = [b for b in self.bees.values() if b.outcome is None]
+            if self.deadline is not None and now >= self.deadline and self.stopping is None:
+                self.stopping = "deadline"
+                self.exit_reason = "the run's deadline passed"
+                self._kill_at = now + self.opts.grace
+            for bee in live:
+                if self.stopping is not None:
+                    await self._wrap_up(bee, _STOP_REASONS[self.stopping])
+                await self._watch(bee, now)
+            if self._kill_at is not None and now >= self._kill_at:
+                for bee in live:
+                    self._kill(bee, f"killed after the grace period ({self.stopping})")
+            if self.stopping is None:
+                await self._spawn_verifiers()
+            if not live and self._settled():
+                return
+
+    async def _watch(self, bee: BeeRun, now: float) -> None:
+        silent = now - bee.last_seen
+        if bee.wrap_sent is None:
+            if silent >= self.opts.stall_timeout:
+                await self._wrap_up(bee, f"no sign of life for {int(silent)} s")
+            elif now - bee.started >= self.opts.time_limit + 5.0:
+                await self._wrap_up(bee, "its time limit passed")
+        elif now - bee.wrap_sent >= self.opts.grace:
+            self._kill(bee, f"did not report within {int(self.opts.grace)} s of being asked to wrap up")
+
+    def _settled(self) -> bool:
+        """No bee runs, and no open dispute still waits for a verifier that may yet be spawned."""
+        if self.stopping is not None or self.verifiers >= self.opts.max_verifiers:
+            return True
+        return not self.pipeline.pending_disputes()
+
+    async def _spawn_verifiers(self) -> None:
+        assert self._tasks is not None
+        for dispute in self.pipeline.due_disputes(self.opts.dispute_timeout):
+            if self.verifiers >= self.opts.max_verifiers:
+                return
+            a, b = self.pipeline.notes_of(dispute.notes)
+            self.verifiers += 1
+            role = load_role("verifier", cwd=self.opts.repo)
+            bee = BeeRun(f"verify-{self.verifiers}", verifier_angle(a, b), role.name, role.model or self.opts.model)
+            self.bees[bee.id] = bee
+            self.pipeline.verifier_spawned(dispute, bee.id, bee.angle)
+            self._say(f"dispute {dispute.id} unsettled for {self.opts.dispute_timeout:g} s: spawning {bee.id}")
+            self._save()
+            self._tasks.create_task(self._bee_task(bee))
+
+    def _on_signal(self) -> None:
+        """First Ctrl-C: wrap every bee up, kill after a short grace. Second: kill at the next tick."""
+        self._interrupts += 1
+        if self._interrupts == 1:
+            self.stopping = "interrupted"
+            self._say("interrupted: asking every bee for its report (Ctrl-C again to stop at once)")
+            self._kill_at = time.monotonic() + min(self.opts.grace, INTERRUPT_GRACE)
+        else:
+            self._say("stopping now")
+            self._kill_at = time.monotonic()
+
+    async def _reap_all(self) -> None:
+        for bee in self.bees.values():
+            if bee.proc is not None and bee.proc.proc.returncode is None:
+                await bee.proc.send(Stop())
+                await bee.proc.terminate(grace=1.0)
+
+    # ------------------------------------------------------------------ the answer
+
+    async def _answer(self) -> str:
+        reports = [BeeReport(b.id, b.angle, b.outcome or "crashed", b.reason, b.report) for b in self.bees.values()]
+        state = self.pipeline.state
+        note: str | None = None
+        if self.stopping == "interrupted":
+            self.answer_source = "digest"
+            body, note = digest(reports), "Interrupted: a partial answer, digested from what the bees reported."
+        else:
+            self._say("writing the answer")
+            model = None
+            try:
+                model = infer_model(self.opts.model, agent="answer")
+                body = await synthesize(model, self.opts.problem, reports, state)
+            except Exception as e:  # the answer must be written whatever the model does
+                self.answer_source = "digest"
+                note = f"The model could not write the answer ({_short(e)}); this is a digest of the reports."
+                body = digest(reports)
+            finally:
+                if model is not None:
+                    await model.aclose()
+        text = compose_answer(self.opts.problem, body, reports, state, note)
+        tmp = self.paths.answer.with_suffix(".md.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, self.paths.answer)
+        return text
+
+
+def _cut(reason: str, partial: str) -> str:
+    return f"(Cut short: {reason}.)\n\n{partial}" if partial else f"(Cut short: {reason}; nothing reported.)"
+
+
+def _short(e: BaseException) -> str:
+    text = " ".join(str(e).split()) or type(e).__name__
+    return text[:200]
+
+
+def _git_head(repo: Path) -> str | None:
+    try:
+        out = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True,
+                             timeout=5, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
