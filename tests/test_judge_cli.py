@@ -1,0 +1,171 @@
+"""``hive judge ask`` and ``hive judge eval`` end to end, with the script tier and invented fixture files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from judge_http_server import closed_port
+
+from hive.cli import main
+from hive.judge.evaluate import percentile, score_labels
+
+DATA = Path(__file__).parent / "data" / "judge"
+RULES = f"script:{DATA / 'rules.json'}"
+
+
+def run_json(capsys: pytest.CaptureFixture[str], *args: str) -> dict:  # type: ignore[type-arg]
+    assert main([*args, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_ask_publish_shows_answers_zone_outcome_and_tier(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(
+        [
+            "judge",
+            "ask",
+            "publish",
+            "--note",
+            "Running it reproduces the bug in writer.py",
+            "--goal",
+            "export",
+            "--judge",
+            RULES,
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 0
+    assert out.splitlines()[0].startswith("publish: publish · kind finding · score 0.95 · source judge")
+    assert "decided by script:" in out
+    assert "news      yes     p(yes) 0.95" in out
+    assert "kind      picked  finding 0.90" in out
+
+
+def test_ask_publish_json(capsys: pytest.CaptureFixture[str]) -> None:
+    result = run_json(capsys, "judge", "ask", "publish", "--note", "Let me open writer.py now", "--judge", RULES)
+    assert (result["outcome"], result["publish"], result["decided_by"]) == ("withhold", False, f"{RULES}")
+    assert result["decision"]["answers"]["kind"]["zone"] == "escape"
+    assert result["decision"]["text"] == "Let me open writer.py now"
+
+
+def test_ask_deliver_and_relate(capsys: pytest.CaptureFixture[str]) -> None:
+    deliver = run_json(
+        capsys, "judge", "ask", "deliver", "--note", "flush is skipped", "--focus", "the cron job", "--judge", RULES
+    )
+    assert (deliver["outcome"], deliver["score"], deliver["decision"]["answers"]["useful"]["zone"]) == (
+        "skip",
+        0.15,
+        "no",
+    )
+    relate = run_json(
+        capsys,
+        "judge",
+        "ask",
+        "relate",
+        "--earlier",
+        "rows are lost in the writer",
+        "--later",
+        "rows are lost in the query, not in the writer",
+        "--same-bee",
+        "--judge",
+        RULES,
+    )
+    assert (relate["outcome"], relate["relation"], relate["same_bee"]) == ("supersedes", "supersedes", True)
+    cross = run_json(capsys, "judge", "ask", "relate", "--earlier", "a", "--later", "b", "--judge", RULES)
+    assert (cross["outcome"], cross["decided_by"], cross["decision"]["reason"]) == ("none", "fallback", "unsure")
+
+
+def test_ask_deliver_a_decision_with_the_judge_down(capsys: pytest.CaptureFixture[str]) -> None:
+    down = f"http:http://127.0.0.1:{closed_port()}/evaluate"
+    decision = run_json(
+        capsys,
+        "judge",
+        "ask",
+        "deliver",
+        "--note",
+        "we patch the writer",
+        "--kind",
+        "decision",
+        "--focus",
+        "anything",
+        "--judge",
+        down,
+    )
+    assert (decision["deliver"], decision["by_rule"], decision["decided_by"]) == (True, True, "rule")
+    finding = run_json(
+        capsys, "judge", "ask", "deliver", "--note", "the writer skips flush", "--focus", "writer", "--judge", down
+    )
+    assert (finding["deliver"], finding["decision"]["reason"]) == (False, "error:unreachable")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["judge", "ask", "publish", "--note", "x", "--judge", "jev"],
+        ["judge", "ask", "deliver", "--note", "x", "--focus", "y", "--kind", "rumour", "--judge", RULES],
+        ["judge", "ask", "publish", "--note", "x", "--judge", "script:/nonexistent/rules.json"],
+    ],
+)
+def test_ask_with_bad_input_exits_2_with_one_line(capsys: pytest.CaptureFixture[str], args: list[str]) -> None:
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("hive: error:") and err.count("\n") == 1
+
+
+def test_eval_publish(capsys: pytest.CaptureFixture[str]) -> None:
+    report = run_json(capsys, "judge", "eval", str(DATA / "publish.jsonl"), "--gate", "publish", "--judge", RULES)
+    assert report["gate"] == "publish" and report["n"] == 6
+    assert report["accuracy"] == pytest.approx(3 / 6)
+    assert report["coverage"] == pytest.approx(4 / 6)
+    assert report["confident_wrong"] == pytest.approx(1 / 6)
+    assert report["news_accuracy"] == pytest.approx(5 / 6)
+    assert report["confusion"]["dead_end"] == {"finding": 1}
+    assert report["confusion"]["routine"] == {"routine": 1, "unsure": 1}
+    assert report["latency_ms_p50"] <= report["latency_ms_p95"]
+    for key in ("macro_f1", "latency_ms_p50", "latency_ms_p95"):
+        assert key in report
+
+
+def test_eval_relate_and_deliver(capsys: pytest.CaptureFixture[str]) -> None:
+    relate = run_json(capsys, "judge", "eval", str(DATA / "relate.jsonl"), "--gate", "relate", "--judge", RULES)
+    assert (relate["n"], relate["accuracy"], relate["coverage"]) == (4, 0.75, 0.75)
+    assert relate["cross_bee_supersedes_wrong"] == 0 and relate["confusion"]["unrelated"] == {"unsure": 1}
+    deliver = run_json(capsys, "judge", "eval", str(DATA / "deliver.jsonl"), "--gate", "deliver", "--judge", RULES)
+    assert (deliver["accuracy"], deliver["coverage"], deliver["confident_wrong"]) == (0.5, 1.0, 0.5)
+
+
+def test_eval_prints_a_table(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["judge", "eval", str(DATA / "relate.jsonl"), "--gate", "relate", "--judge", RULES]) == 0
+    out = capsys.readouterr().out
+    assert "relate · 4 items" in out and "confident-wrong 0.000" in out and "related-vs-none accuracy 0.750" in out
+
+
+@pytest.mark.parametrize(
+    ("content", "gate", "message"),
+    [
+        ('{"text": "x", "kind": "finding", "news": true}\nnot json\n', "publish", "line 2 is not JSON"),
+        ('{"text": "x", "kind": "gossip", "news": true}\n', "publish", "line 1 is not a publish item: kind"),
+        ('{"a": "x", "b": "y", "relation": "supports"}\n', "relate", "same_bee"),
+        ("\n\n", "deliver", "has no items"),
+        ('{"note": "x", "focus": "y", "useful": true}\n', "verify", "unknown gate"),
+    ],
+)
+def test_eval_with_a_bad_file_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str, gate: str, message: str
+) -> None:
+    path = tmp_path / "items.jsonl"
+    path.write_text(content)
+    assert main(["judge", "eval", str(path), "--gate", gate, "--judge", RULES]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+    assert main(["judge", "eval", str(tmp_path / "missing.jsonl"), "--gate", "publish", "--judge", RULES]) == 2
+
+
+def test_scores_count_unsure_as_wrong_and_macro_f1_over_labels() -> None:
+    scores = score_labels(["a", "a", "b", "b"], ["a", "unsure", "a", "b"])
+    assert (scores.accuracy, scores.coverage, scores.confident_wrong) == (0.5, 0.75, 0.25)
+    # a: precision 1/2, recall 1/2 → 0.5; b: precision 1, recall 1/2 → 2/3
+    assert scores.macro_f1 == pytest.approx((0.5 + 2 / 3) / 2)
+    assert scores.confusion == {"a": {"a": 1, "unsure": 1}, "b": {"a": 1, "b": 1}}
+    assert percentile([1.0, 2.0, 3.0, 4.0], 50) == 2.5 and percentile([], 95) == 0.0
