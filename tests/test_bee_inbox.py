@@ -187,7 +187,7 @@ def test_system_prompt_appends_the_assignment_when_the_role_does_not_place_it() 
     assert 'You are "bee-1", one of 1 investigators' in text
     assert "Problem: Why does {the} cache go stale?" in text
     assert "Your angle: invalidation paths" in text
-    assert "(none: you work alone)" in text
+    assert "(none)" in text
 
 
 def test_split_utterances_cuts_before_each_marker_and_drops_short_pieces() -> None:

@@ -59,7 +59,7 @@ async def serve(brief: BeeBrief, channel: Channel) -> int:
             from hive.roles import load_role
             from hive.tools.registry import Toolbox
 
-            role = load_role(brief.role, cwd=Path(brief.repo))
+            role = load_role(brief.role)  # user roles resolve from the cwd the coordinator gave us
             model = infer_model(brief.model or role.model or "", agent=brief.bee)
             toolbox = Toolbox(Path(brief.repo), role.tools, unsafe_bash=brief.unsafe_bash)
         except HiveError as e:

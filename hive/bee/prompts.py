@@ -48,7 +48,7 @@ def fill(template: str, values: Mapping[str, str]) -> str:
 
 def brief_values(brief: BeeBrief) -> dict[str, str]:
     """The placeholder values a role prompt can use."""
-    others = "\n".join(f"- {bee}: {angle}" for bee, angle in brief.others.items()) or "(none: you work alone)"
+    others = "\n".join(f"- {bee}: {angle}" for bee, angle in brief.others.items()) or "(none)"
     return {
         "problem": brief.problem,
         "angle": brief.angle,
