@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from hive.errors import ModelAPIError
+
 
 @dataclass(frozen=True)
 class ToolCall:
@@ -47,8 +49,14 @@ class TokenUsage:
     cost_usd: float | None = None
 
     def __add__(self, other: TokenUsage) -> TokenUsage:
-        cost = None if self.cost_usd is None and other.cost_usd is None else (self.cost_usd or 0) + (other.cost_usd or 0)
-        return TokenUsage(self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens, cost)
+        cost = (
+            None
+            if self.cost_usd is None and other.cost_usd is None
+            else (self.cost_usd or 0) + (other.cost_usd or 0)
+        )
+        return TokenUsage(
+            self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens, cost
+        )
 
     @property
     def total(self) -> int:
@@ -84,7 +92,30 @@ class Model(Protocol):
     """The spec it was made from, e.g. ``openai:gpt-4.1-mini``."""
 
     async def request(
-        self, messages: list[Message], tools: list[ToolSpec] | None = None, settings: ModelSettings | None = None
+        self,
+        messages: list[Message],
+        tools: list[ToolSpec] | None = None,
+        settings: ModelSettings | None = None,
     ) -> ModelResponse: ...
 
     async def aclose(self) -> None: ...
+
+
+ErrorKind = Literal[
+    "timeout", "unreachable", "auth", "rate_limited", "server", "bad_request", "invalid_response"
+]
+"""Why a provider call failed: the judge's ``TierFailure`` kinds, so that a tier can pass them on."""
+
+
+class ProviderError(ModelAPIError):
+    """A provider call that failed for good: retries exhausted, or an error that retrying cannot fix.
+
+    ``kind`` says why; ``status`` is the last HTTP status (``None`` when no response came back) and ``body``
+    the start of the last response body. Neither the message nor the body ever contains an API key.
+    """
+
+    def __init__(
+        self, message: str, *, kind: ErrorKind, status: int | None = None, body: str | None = None
+    ) -> None:
+        super().__init__(message, status=status, body=body)
+        self.kind: ErrorKind = kind

@@ -1,0 +1,178 @@
+"""From a ``provider:model`` spec to a :class:`~hive.providers.base.Model`.
+
+Specs::
+
+    openai:<model>          OPENAI_API_KEY (required), OPENAI_BASE_URL (optional)
+    anthropic:<model>       ANTHROPIC_API_KEY (required), ANTHROPIC_BASE_URL (optional)
+    ollama:<model>          OLLAMA_HOST (optional, default http://localhost:11434); no key
+    openai-compat:<model>   HIVE_BASE_URL (required), HIVE_API_KEY (optional)
+    script:<file>           a JSON script, see hive.providers.script
+
+Everything after the first colon is the model name, so ``ollama:qwen2.5-coder:7b`` names the model
+``qwen2.5-coder:7b``. Provider modules are imported only when a model of theirs is made, so that a bee process
+that plays a script never loads the HTTP stack.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from hive.errors import SpecError, UsageError
+from hive.providers.base import Model
+
+if TYPE_CHECKING:
+    import httpx
+
+    from hive.providers.retry import RetryPolicy
+    from hive.providers.script import Script
+
+PROVIDERS = ("openai", "anthropic", "ollama", "openai-compat", "script")
+REQUIRED_KEYS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+OLLAMA_DEFAULT_HOST = "http://localhost:11434"
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A parsed spec: ``provider`` and ``model`` (for ``script``, the file path)."""
+
+    provider: str
+    model: str
+
+    def __str__(self) -> str:
+        return f"{self.provider}:{self.model}"
+
+
+def parse_model_spec(spec: str) -> ModelSpec:
+    """Split ``provider:model``; raise :class:`SpecError` when it is malformed or the provider is unknown."""
+    provider, colon, model = spec.strip().partition(":")
+    if not colon or not provider:
+        raise SpecError(f"model spec {spec!r} must look like provider:model, e.g. openai:gpt-4.1-mini")
+    if provider not in PROVIDERS:
+        raise SpecError(f"unknown model provider {provider!r} in {spec!r} (known: {', '.join(PROVIDERS)})")
+    if not model.strip() or (provider != "script" and any(c.isspace() for c in model)):
+        raise SpecError(f"model spec {spec!r} names no valid model after {provider + ':'!r}")
+    return ModelSpec(provider, model)
+
+
+def check_model_spec(spec: str, env: Mapping[str, str] | None = None) -> None:
+    """Validate ``spec`` without any network: syntax, provider, required key, script file.
+
+    Raises :class:`SpecError` for a malformed spec, an unknown provider or an invalid script, and
+    :class:`UsageError` naming the missing environment variable. Messages are one line.
+    """
+    _configure(parse_model_spec(spec), os.environ if env is None else env)
+
+
+def infer_model(
+    spec: str,
+    *,
+    agent: str = "bee",
+    env: Mapping[str, str] | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
+    retry: RetryPolicy | None = None,
+) -> Model:
+    """Make the model ``spec`` names, checked as :func:`check_model_spec` does. No I/O but reading a script.
+
+    ``agent`` says who is asking (a bee id such as ``bee-1``, ``planner`` or ``answer``); only the script
+    model uses it. ``transport`` and ``retry`` go to the HTTP providers (tests, and callers such as the
+    judge's ``llm:`` tier that want a shorter retry policy).
+    """
+    parsed = parse_model_spec(spec)
+    config = _configure(parsed, os.environ if env is None else env)
+    if isinstance(config, _Script):
+        from hive.providers.script import ScriptModel
+
+        return ScriptModel(config.script, path=parsed.model, agent=agent)
+    if parsed.provider == "anthropic":
+        from hive.providers.anthropic import AnthropicModel
+
+        assert config.api_key is not None  # _configure insists on it
+        return AnthropicModel(
+            parsed.model, api_key=config.api_key, base_url=config.base_url, retry=retry, transport=transport
+        )
+    from hive.providers.openai import OpenAIChatModel
+
+    return OpenAIChatModel(
+        parsed.model,
+        provider=parsed.provider,
+        base_url=config.base_url,
+        api_key=config.api_key,
+        retry=retry,
+        transport=transport,
+    )
+
+
+def resolve_spec(spec: str, cwd: str | Path | None = None) -> str:
+    """``spec`` with a ``script:`` path made absolute, for processes that run in another directory."""
+    parsed = parse_model_spec(spec)
+    if parsed.provider != "script":
+        return spec.strip()
+    return f"script:{(Path(cwd or Path.cwd()) / parsed.model).resolve()}"
+
+
+@dataclass(frozen=True)
+class _Endpoint:
+    base_url: str
+    api_key: str | None
+
+
+@dataclass(frozen=True)
+class _Script:
+    script: Script
+
+
+def _configure(spec: ModelSpec, env: Mapping[str, str]) -> _Endpoint | _Script:
+    def value(name: str) -> str | None:
+        found = env.get(name, "").strip()
+        return found or None
+
+    if spec.provider == "script":
+        from hive.providers.script import load_script
+
+        return _Script(load_script(spec.model))
+    required = REQUIRED_KEYS.get(spec.provider)
+    if required and value(required) is None:
+        raise UsageError(f"model {str(spec)!r} needs {required} in the environment")
+    if spec.provider == "openai":
+        from hive.providers.openai import OPENAI_BASE_URL
+
+        return _Endpoint(
+            _checked_url(value("OPENAI_BASE_URL") or OPENAI_BASE_URL, "OPENAI_BASE_URL"),
+            value("OPENAI_API_KEY"),
+        )
+    if spec.provider == "anthropic":
+        from hive.providers.anthropic import ANTHROPIC_BASE_URL
+
+        return _Endpoint(
+            _checked_url(value("ANTHROPIC_BASE_URL") or ANTHROPIC_BASE_URL, "ANTHROPIC_BASE_URL"),
+            value("ANTHROPIC_API_KEY"),
+        )
+    if spec.provider == "ollama":
+        return _Endpoint(ollama_base_url(value("OLLAMA_HOST")), None)
+    base_url = value("HIVE_BASE_URL")
+    if base_url is None:
+        raise UsageError(f"model {str(spec)!r} needs HIVE_BASE_URL (the server's OpenAI-compatible /v1 URL)")
+    return _Endpoint(_checked_url(base_url, "HIVE_BASE_URL"), value("HIVE_API_KEY"))
+
+
+def ollama_base_url(host: str | None) -> str:
+    """The OpenAI-compatible URL of an Ollama server, from ``OLLAMA_HOST`` as Ollama itself reads it."""
+    if not host:
+        return f"{OLLAMA_DEFAULT_HOST}/v1"
+    if "://" not in host:
+        host = f"http://{host}"
+    scheme, _, rest = host.partition("://")
+    authority, slash, path = rest.partition("/")
+    if ":" not in authority.rsplit("]", 1)[-1]:
+        authority += ":11434"
+    return f"{scheme}://{authority}{slash}{path}".rstrip("/") + "/v1"
+
+
+def _checked_url(url: str, variable: str) -> str:
+    if not url.startswith(("http://", "https://")):
+        raise UsageError(f"{variable} must be an http:// or https:// URL, not {url!r}")
+    return url
