@@ -1,0 +1,383 @@
+"""read, grep, find, ls: confinement to the repository, odd files, truncation, ripgrep vs the Python fallback."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from hive.tools.common import glob_matches
+from hive.tools.fs import FindTool, GrepTool, LsTool, ReadTool, RepoRoot
+
+HAS_RG = shutil.which("rg") is not None
+needs_rg = pytest.mark.skipif(not HAS_RG, reason="ripgrep (rg) is not installed; scripts/setup.sh installs it")
+# Both search back ends; the fallback is chosen by constructor parameter (rg_path=None), not by patching.
+BACKENDS = [pytest.param("rg", marks=needs_rg, id="ripgrep"), pytest.param(None, id="python")]
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    """A directory next to the repository holding a secret the tools must never show."""
+    directory = tmp_path / "outside"
+    directory.mkdir()
+    (directory / "secret.txt").write_text("TOP-SECRET outside the repo\n")
+    return directory
+
+
+@pytest.fixture
+def repo(tmp_path: Path, outside: Path) -> Path:
+    root = tmp_path / "repo"
+    (root / "src" / "pkg").mkdir(parents=True)
+    (root / "src" / "pkg" / "core.py").write_text("import os\n\ndef batch_size():\n    return 32\n")
+    (root / "src" / "pkg" / "util.py").write_text("BATCH_SIZE = 16\n# batch_size is read in core\n")
+    (root / "src" / "app.js").write_text("const batch_size = 8;\n")
+    (root / "README.md").write_text("# Demo\nbatch_size docs\n")
+    (root / ".hidden.cfg").write_text("batch_size = 4\n")
+    (root / ".gitignore").write_text("build/\n*.log\n")
+    (root / "build").mkdir()
+    (root / "build" / "gen.py").write_text("batch_size = 'generated'\n")
+    (root / "debug.log").write_text("batch_size logged\n")
+    (root / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + b"\x00batch_size" * 10)
+    (root / "latin1.txt").write_bytes(b"caf\xe9 batch_size \xff\xfe\n")
+    (root / "link_in.py").symlink_to(root / "src" / "pkg" / "core.py")
+    (root / "escape.txt").symlink_to(outside / "secret.txt")
+    (root / "escape_dir").symlink_to(outside, target_is_directory=True)
+    return root
+
+
+@pytest.fixture
+def root(repo: Path) -> RepoRoot:
+    return RepoRoot(repo)
+
+
+# --------------------------------------------------------------------------- confinement refusals
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("read", {"path": "../outside/secret.txt"}),
+        ("read", {"path": "src/../../outside/secret.txt"}),
+        ("read", {"path": "src/pkg/../../.."}),
+        ("ls", {"path": ".."}),
+        ("grep", {"pattern": "SECRET", "path": "../outside"}),
+        ("find", {"pattern": "*.txt", "path": "../outside"}),
+    ],
+)
+async def test_dotdot_traversal_is_refused(root: RepoRoot, tool: str, args: dict[str, str]) -> None:
+    result = await _tool(tool, root).run(args)
+    assert not result.ok
+    assert "refused" in result.text and "'..'" in result.text
+    assert "TOP-SECRET" not in result.text
+    assert result.activity.endswith("refused (outside the repository)")
+
+
+@pytest.mark.parametrize("tool", ["read", "ls", "grep", "find"])
+async def test_absolute_path_outside_is_refused(root: RepoRoot, outside: Path, tool: str) -> None:
+    args = {
+        "read": {"path": str(outside / "secret.txt")},
+        "ls": {"path": "/etc"},
+        "grep": {"pattern": "root", "path": "/etc/passwd"},
+        "find": {"pattern": "*", "path": str(outside)},
+    }[tool]
+    result = await _tool(tool, root).run(args)
+    assert not result.ok
+    assert "is outside the repository" in result.text
+    assert "TOP-SECRET" not in result.text and "root:" not in result.text
+
+
+async def test_absolute_path_inside_is_allowed(root: RepoRoot, repo: Path) -> None:
+    result = await ReadTool(root).run({"path": str(repo / "src" / "pkg" / "core.py")})
+    assert result.ok
+    assert "def batch_size" in result.text
+    assert result.activity == "read src/pkg/core.py"
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("read", {"path": "escape.txt"}),
+        ("read", {"path": "escape_dir/secret.txt"}),
+        ("ls", {"path": "escape_dir"}),
+        ("ls", {"path": "escape.txt"}),
+        ("grep", {"pattern": "SECRET", "path": "escape_dir"}),
+        ("grep", {"pattern": "SECRET", "path": "escape.txt"}),
+        ("find", {"pattern": "*", "path": "escape_dir"}),
+    ],
+)
+async def test_symlink_escape_is_refused(root: RepoRoot, tool: str, args: dict[str, str]) -> None:
+    result = await _tool(tool, root).run(args)
+    assert not result.ok
+    assert "symlink" in result.text and "outside the repository" in result.text
+    assert "TOP-SECRET" not in result.text
+
+
+async def test_symlink_inside_the_repository_is_followed(root: RepoRoot) -> None:
+    result = await ReadTool(root).run({"path": "link_in.py"})
+    assert result.ok
+    assert "def batch_size" in result.text
+
+
+@pytest.mark.parametrize("rg_path", BACKENDS)
+async def test_searching_the_whole_repository_never_follows_links_out(root: RepoRoot, rg_path: str | None) -> None:
+    grep = await GrepTool(root, rg_path=rg_path).run({"pattern": "SECRET"})
+    assert grep.ok and "TOP-SECRET" not in grep.text and grep.text == "no matches"
+    found = await FindTool(root, rg_path=rg_path).run({"pattern": "*secret*"})
+    assert found.ok and "secret.txt" not in found.text
+
+
+async def test_ls_shows_an_escaping_symlink_without_following_it(root: RepoRoot) -> None:
+    result = await LsTool(root).run({})
+    assert result.ok
+    assert "escape_dir -> " in result.text and "(outside the repository; not followed)" in result.text
+    assert "link_in.py -> " in result.text
+    assert "TOP-SECRET" not in result.text
+
+
+# --------------------------------------------------------------------------- read
+
+
+async def test_read_numbers_lines_and_pages_with_offset_and_limit(root: RepoRoot) -> None:
+    tool = ReadTool(root)
+    first = await tool.run({"path": "src/pkg/core.py", "limit": 2})
+    assert first.text.splitlines() == [
+        "     1\timport os",
+        "     2\t",
+        "[showing lines 1-2; the file continues: read with offset=3]",
+    ]
+    rest = await tool.run({"path": "src/pkg/core.py", "offset": 3})
+    assert rest.text.splitlines() == ["     3\tdef batch_size():", "     4\t    return 32"]
+    assert rest.activity == "read src/pkg/core.py from line 3"
+
+
+async def test_read_offset_past_the_end(root: RepoRoot) -> None:
+    result = await ReadTool(root).run({"path": "src/pkg/core.py", "offset": 50})
+    assert not result.ok
+    assert "past the end" in result.text and "4 lines" in result.text
+
+
+async def test_read_describes_a_binary_file_instead_of_dumping_it(root: RepoRoot, repo: Path) -> None:
+    result = await ReadTool(root).run({"path": "image.png"})
+    assert result.ok
+    size = (repo / "image.png").stat().st_size
+    assert result.text == f"image.png: binary file (PNG image), {size} bytes; not shown."
+    assert result.activity == f"read image.png: binary, {size} bytes"
+
+
+async def test_read_decodes_non_utf8_bytes_with_replacement(root: RepoRoot) -> None:
+    result = await ReadTool(root).run({"path": "latin1.txt"})
+    assert result.ok
+    assert result.text == "     1\tcaf\ufffd batch_size \ufffd\ufffd"
+
+
+async def test_read_truncates_a_huge_file_with_a_marker_and_the_byte_count(root: RepoRoot, repo: Path) -> None:
+    big = repo / "big.txt"
+    big.write_text("".join(f"line {n} {'x' * 60}\n" for n in range(1, 50_001)))
+    size = big.stat().st_size
+    result = await ReadTool(root, cap=20_000).run({"path": "big.txt", "limit": 100_000})
+    assert len(result.text.encode()) < 20_000 + 200
+    lines = result.text.splitlines()
+    marker, resume = lines[-2], lines[-1]
+    assert marker.startswith("[truncated: showing ") and marker.endswith(f" of {size} bytes]")
+    assert resume.startswith("[continue with offset=")
+    next_line = int(resume.removeprefix("[continue with offset=").rstrip("]"))
+    # The count is of file bytes: every line before next_line, plus what is shown of next_line itself.
+    before = sum(len(f"line {n} {'x' * 60}\n") for n in range(1, next_line))
+    assert before <= int(marker.split()[2]) < before + len(f"line {next_line} {'x' * 60}\n")
+    assert f"line {next_line - 1} " in result.text
+    following = await ReadTool(root).run({"path": "big.txt", "offset": next_line, "limit": 1})
+    assert following.text.startswith(f"{next_line:>6}\tline {next_line} ")
+
+
+async def test_read_bounds_one_enormous_line(root: RepoRoot, repo: Path) -> None:
+    (repo / "minified.js").write_text("x" * 5_000_000 + "\nsecond\n")
+    result = await ReadTool(root).run({"path": "minified.js"})
+    assert result.ok
+    assert "[... omitted end of long line]" in result.text
+    assert result.text.splitlines()[-1] == "     2\tsecond"
+    assert len(result.text) < 3000
+
+
+async def test_read_empty_file_directory_and_missing_file(root: RepoRoot, repo: Path) -> None:
+    (repo / "empty.txt").write_text("")
+    tool = ReadTool(root)
+    assert (await tool.run({"path": "empty.txt"})).text == "empty.txt: empty file"
+    directory = await tool.run({"path": "src"})
+    assert not directory.ok and "is a directory; use ls" in directory.text
+    missing = await tool.run({"path": "nope.py"})
+    assert not missing.ok and "no such file or directory: nope.py" in missing.text
+
+
+async def test_read_refuses_a_fifo_instead_of_blocking(root: RepoRoot, repo: Path) -> None:
+    os.mkfifo(repo / "pipe")
+    result = await ReadTool(root).run({"path": "pipe"})
+    assert not result.ok and "not a regular file" in result.text
+
+
+# --------------------------------------------------------------------------- grep
+
+
+EXPECTED_HITS = [
+    ".hidden.cfg:1:batch_size = 4",
+    "README.md:2:batch_size docs",
+    "latin1.txt:1:caf\ufffd batch_size \ufffd\ufffd",
+    "src/app.js:1:const batch_size = 8;",
+    "src/pkg/core.py:3:def batch_size():",
+    "src/pkg/util.py:2:# batch_size is read in core",
+]
+
+
+@pytest.mark.parametrize("rg_path", BACKENDS)
+async def test_grep_output_shape_and_ignores(root: RepoRoot, rg_path: str | None) -> None:
+    result = await GrepTool(root, rg_path=rg_path).run({"pattern": "batch_size"})
+    assert result.ok
+    # Binary files, gitignored files (build/, *.log) and symlinks are skipped; hidden files are searched.
+    assert result.text.splitlines() == EXPECTED_HITS
+    assert result.activity == "searched for `batch_size`: 6 hits"
+
+
+@pytest.mark.parametrize("rg_path", BACKENDS)
+async def test_grep_path_glob_and_case(root: RepoRoot, rg_path: str | None) -> None:
+    tool = GrepTool(root, rg_path=rg_path)
+    in_dir = await tool.run({"pattern": "batch_size", "path": "src/pkg", "glob": "*.py"})
+    assert in_dir.text.splitlines() == EXPECTED_HITS[4:]
+    by_glob = await tool.run({"pattern": "batch", "glob": "*.js"})
+    assert by_glob.text == "src/app.js:1:const batch_size = 8;"
+    anchored = await tool.run({"pattern": "batch", "glob": "src/**/*.py"})
+    assert anchored.text.splitlines() == EXPECTED_HITS[4:]
+    cased = await tool.run({"pattern": "BATCH_SIZE", "path": "src/pkg/util.py", "ignore_case": True})
+    assert cased.text.splitlines() == [
+        "src/pkg/util.py:1:BATCH_SIZE = 16",
+        "src/pkg/util.py:2:# batch_size is read in core",
+    ]
+    assert cased.activity == "searched for `BATCH_SIZE`: 2 hits"
+
+
+@pytest.mark.parametrize("rg_path", BACKENDS)
+async def test_grep_searches_an_explicit_ignored_file(root: RepoRoot, rg_path: str | None) -> None:
+    result = await GrepTool(root, rg_path=rg_path).run({"pattern": "logged", "path": "debug.log"})
+    assert result.text == "debug.log:1:batch_size logged"
+
+
+@pytest.mark.parametrize("rg_path", BACKENDS)
+async def test_grep_no_match_and_one_hit_wording(root: RepoRoot, rg_path: str | None) -> None:
+    tool = GrepTool(root, rg_path=rg_path)
+    none = await tool.run({"pattern": "no_such_identifier_anywhere"})
+    assert none.ok and none.text == "no matches"
+    assert none.activity == "searched for `no_such_identifier_anywhere`: 0 hits"
+    one = await tool.run({"pattern": "const"})
+    assert one.activity == "searched for `const`: 1 hit"
+
+
+@pytest.mark.parametrize("rg_path", BACKENDS)
+async def test_grep_invalid_regex_is_an_error_result(root: RepoRoot, rg_path: str | None) -> None:
+    result = await GrepTool(root, rg_path=rg_path).run({"pattern": "foo(("})
+    assert not result.ok
+    assert "regex" in result.text.lower() or "regular expression" in result.text.lower()
+
+
+@pytest.mark.parametrize("rg_path", BACKENDS)
+async def test_grep_truncates_many_hits(root: RepoRoot, repo: Path, rg_path: str | None) -> None:
+    (repo / "many.txt").write_text("hit\n" * 5000)
+    result = await GrepTool(root, rg_path=rg_path, cap=1000).run({"pattern": "^hit$", "path": "many.txt"})
+    total = sum(len(f"many.txt:{n}:hit\n") for n in range(1, 5001))
+    *shown, marker = result.text.split("\n")
+    assert marker == f"[truncated: showing 1000 of {total} bytes]"
+    assert shown[:2] == ["many.txt:1:hit", "many.txt:2:hit"]
+    assert result.activity == "searched for `^hit$`: 5000 hits"
+
+
+@pytest.mark.parametrize("rg_path", BACKENDS)
+async def test_grep_clips_a_long_matching_line(root: RepoRoot, repo: Path, rg_path: str | None) -> None:
+    (repo / "long.txt").write_text("needle" + "y" * 10_000 + "\n")
+    result = await GrepTool(root, rg_path=rg_path).run({"pattern": "needle", "path": "long.txt"})
+    assert result.text.startswith("long.txt:1:needle")
+    assert result.text.endswith(" [... omitted end of long line]")
+    assert len(result.text) < 2100
+
+
+# --------------------------------------------------------------------------- find and ls
+
+
+@pytest.mark.parametrize("rg_path", BACKENDS)
+async def test_find_by_name_and_by_path(root: RepoRoot, rg_path: str | None) -> None:
+    tool = FindTool(root, rg_path=rg_path)
+    by_name = await tool.run({"pattern": "*.py"})
+    assert by_name.text.splitlines() == ["src/pkg/core.py", "src/pkg/util.py"]
+    assert by_name.activity == "found 2 files matching `*.py`"
+    by_path = await tool.run({"pattern": "src/*.js"})
+    assert by_path.text == "src/app.js" and by_path.activity == "found 1 file matching `src/*.js`"
+    under = await tool.run({"pattern": "pkg/*.py", "path": "src"})
+    assert under.text.splitlines() == ["src/pkg/core.py", "src/pkg/util.py"]
+    hidden = await tool.run({"pattern": ".*"})
+    assert hidden.text.splitlines() == [".gitignore", ".hidden.cfg"]
+    none = await tool.run({"pattern": "*.rs"})
+    assert none.text == "no files match '*.rs'" and none.activity == "found 0 files matching `*.rs`"
+
+
+@pytest.mark.parametrize("rg_path", BACKENDS)
+async def test_find_caps_the_listing(root: RepoRoot, repo: Path, rg_path: str | None) -> None:
+    many = repo / "many"
+    many.mkdir()
+    for n in range(30):
+        (many / f"f{n:02}.txt").write_text("x")
+    result = await FindTool(root, rg_path=rg_path, max_entries=10).run({"pattern": "many/*.txt"})
+    assert result.text.splitlines()[-1] == "[showing the first 10 of 30 matches]"
+    assert result.activity == "found 30 files matching `many/*.txt`"
+
+
+async def test_find_refuses_a_file_as_the_search_root(root: RepoRoot) -> None:
+    result = await FindTool(root).run({"pattern": "*", "path": "README.md"})
+    assert not result.ok and "not a directory" in result.text
+
+
+async def test_ls_lists_a_directory(root: RepoRoot, repo: Path) -> None:
+    result = await LsTool(root).run({"path": "src"})
+    size = (repo / "src" / "app.js").stat().st_size
+    assert result.text.splitlines() == [f"app.js  ({size} bytes)", "pkg/"]
+    assert result.activity == "listed src/"
+    top = await LsTool(root).run({})
+    assert top.activity == "listed ./"
+    assert ".gitignore  (" in top.text and "build/" in top.text
+
+
+async def test_ls_file_empty_directory_and_missing(root: RepoRoot, repo: Path) -> None:
+    (repo / "empty").mkdir()
+    tool = LsTool(root)
+    size = (repo / "README.md").stat().st_size
+    assert (await tool.run({"path": "README.md"})).text == f"README.md  ({size} bytes)"
+    assert (await tool.run({"path": "empty"})).text == "empty/ is empty"
+    missing = await tool.run({"path": "nope"})
+    assert not missing.ok and "no such file or directory" in missing.text
+
+
+# --------------------------------------------------------------------------- globs
+
+
+@pytest.mark.parametrize(
+    ("pattern", "path", "matches"),
+    [
+        ("*.py", "a.py", True),
+        ("*.py", "deep/er/a.py", True),
+        ("*.py", "a.pyc", False),
+        ("src/*.py", "src/a.py", True),
+        ("src/*.py", "src/x/a.py", False),
+        ("src/**/*.py", "src/a.py", True),
+        ("src/**/*.py", "src/x/y/a.py", True),
+        ("**/test_*.py", "tests/test_a.py", True),
+        ("test_?.py", "test_a.py", True),
+        ("test_[ab].py", "test_c.py", False),
+        ("test_[!ab].py", "test_c.py", True),
+        ("/build", "build", True),
+        ("build", "x/build", True),
+        ("a+b(c).txt", "a+b(c).txt", True),
+    ],
+)
+def test_glob_matching(pattern: str, path: str, matches: bool) -> None:
+    assert glob_matches(pattern, path) is matches
+
+
+def _tool(name: str, root: RepoRoot) -> ReadTool | GrepTool | FindTool | LsTool:
+    return {"read": ReadTool, "grep": GrepTool, "find": FindTool, "ls": LsTool}[name](root)
