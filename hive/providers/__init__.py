@@ -1,5 +1,28 @@
-"""Model providers: one small protocol (:class:`Model`) and its implementations."""
+"""Model providers: one small protocol (:class:`Model`) and its implementations.
 
-from hive.providers.base import Message, Model, ModelResponse, ModelSettings, TokenUsage, ToolCall, ToolSpec
+Make a model from a spec with :func:`hive.providers.registry.infer_model`; see docs/providers.md.
+"""
 
-__all__ = ["Message", "Model", "ModelResponse", "ModelSettings", "TokenUsage", "ToolCall", "ToolSpec"]
+from hive.providers.base import (
+    ErrorKind,
+    Message,
+    Model,
+    ModelResponse,
+    ModelSettings,
+    ProviderError,
+    TokenUsage,
+    ToolCall,
+    ToolSpec,
+)
+
+__all__ = [
+    "ErrorKind",
+    "Message",
+    "Model",
+    "ModelResponse",
+    "ModelSettings",
+    "ProviderError",
+    "TokenUsage",
+    "ToolCall",
+    "ToolSpec",
+]
