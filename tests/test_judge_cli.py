@@ -130,6 +130,11 @@ def test_eval_publish(capsys: pytest.CaptureFixture[str]) -> None:
 def test_eval_relate_and_deliver(capsys: pytest.CaptureFixture[str]) -> None:
     relate = run_json(capsys, "judge", "eval", str(DATA / "relate.jsonl"), "--gate", "relate", "--judge", RULES)
     assert (relate["n"], relate["accuracy"], relate["coverage"]) == (4, 0.75, 0.75)
+    assert (relate["related_accuracy"], relate["related_coverage"], relate["related_confident_wrong"]) == (
+        0.75,
+        1.0,
+        0.25,
+    )
     assert relate["cross_bee_supersedes_wrong"] == 0 and relate["confusion"]["unrelated"] == {"unsure": 1}
     deliver = run_json(capsys, "judge", "eval", str(DATA / "deliver.jsonl"), "--gate", "deliver", "--judge", RULES)
     assert (deliver["accuracy"], deliver["coverage"], deliver["confident_wrong"]) == (0.5, 1.0, 0.5)
@@ -138,7 +143,7 @@ def test_eval_relate_and_deliver(capsys: pytest.CaptureFixture[str]) -> None:
 def test_eval_prints_a_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["judge", "eval", str(DATA / "relate.jsonl"), "--gate", "relate", "--judge", RULES]) == 0
     out = capsys.readouterr().out
-    assert "relate · 4 items" in out and "confident-wrong 0.000" in out and "related-vs-none accuracy 0.750" in out
+    assert "relate · 4 items" in out and "confident-wrong 0.000" in out and "(related vs none)" in out
 
 
 @pytest.mark.parametrize(

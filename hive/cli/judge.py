@@ -227,8 +227,9 @@ def _print_report(report: dict[str, Any]) -> None:
         )
     if "related_accuracy" in report:
         typer.echo(
-            f"  related-vs-none accuracy {report['related_accuracy']:.3f} · "
-            f"cross-bee supersedes confidently wrong: {report['cross_bee_supersedes_wrong']}"
+            f"  {'related':<8} accuracy {report['related_accuracy']:.3f} · coverage "
+            f"{report['related_coverage']:.3f} · confident-wrong {report['related_confident_wrong']:.3f} "
+            f"(related vs none) · cross-bee supersedes confidently wrong: {report['cross_bee_supersedes_wrong']}"
         )
     typer.echo(
         f"  latency p50 {report['latency_ms_p50']:.1f} ms · p95 {report['latency_ms_p95']:.1f} ms per item"

@@ -14,7 +14,9 @@ questions for one item in one call per tier, items one after another. Item forma
 
 An unsure answer is never correct: ``accuracy`` counts confident right answers over all items,
 ``coverage`` the confident share, and ``confident_wrong`` the share answered confidently and wrongly,
-the only way a gate does harm.
+the only way a gate does harm. For relate, ``related_*`` also scores related-vs-none on its own: a pair
+counts as related when the three relations together reach the 0.6 pick bar, as unrelated when ``none``
+does.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from hive.errors import UsageError
 from hive.gates import Gates
-from hive.records import Note, NoteKind, Utterance
+from hive.judge.policy import PICK_AT
+from hive.records import Answer, Note, NoteKind, Utterance
 
 UNSURE = "unsure"
 EvalGate = Literal["publish", "relate", "deliver"]
@@ -160,6 +163,17 @@ def _zone_label(zone: str | None, value: str) -> str:
     return value if zone in ("yes", "no", "picked", "escape") else UNSURE
 
 
+def _related_label(answer: Answer | None) -> str:
+    """Related-vs-none from a relation answer: ``unrelated`` when ``none`` reaches the pick bar, ``related``
+    when the three relations together do (a tier may know a pair is related without knowing how)."""
+    if answer is None or answer.probs is None:
+        return UNSURE
+    p_none = answer.probs.get("none", 0.0)
+    if p_none >= PICK_AT:
+        return "unrelated"
+    return "related" if 1.0 - p_none >= PICK_AT else UNSURE
+
+
 async def evaluate(gates: Gates, gate: str, items: Sequence[_Item]) -> dict[str, Any]:
     """Run every item through ``gates`` and score it. Returns the report as plain JSON-able data."""
     gold: list[str] = []
@@ -170,6 +184,8 @@ async def evaluate(gates: Gates, gate: str, items: Sequence[_Item]) -> dict[str,
     tokens = 0
     errors = 0
     cross_supersedes_wrong = 0
+    related_gold: list[str] = []
+    related_predicted: list[str] = []
     for number, item in enumerate(items, 1):
         started = time.perf_counter()
         row = None
@@ -198,6 +214,8 @@ async def evaluate(gates: Gates, gate: str, items: Sequence[_Item]) -> dict[str,
             gold.append(expected)
             if not item.same_bee and label == "supersedes" and expected != "supersedes":
                 cross_supersedes_wrong += 1
+            related_gold.append("unrelated" if item.relation == "unrelated" else "related")
+            related_predicted.append(_related_label(row.answers.get("relation") if row else None))
         elif isinstance(item, DeliverItem):
             note = Note(id=f"{item.id or number}", bee="bee-1", kind=item.kind, text=item.note, score=1.0)
             deliver = await gates.deliver(note, to_bee="bee-2", focus=item.focus)
@@ -234,8 +252,12 @@ async def evaluate(gates: Gates, gate: str, items: Sequence[_Item]) -> dict[str,
             "news_confusion": news_scores.confusion,
         }
     if gate == "relate":
-        related_right = sum(
-            p != UNSURE and (p == "unrelated") == (g == "unrelated") for g, p in zip(gold, predicted, strict=True)
-        )
-        report |= {"related_accuracy": related_right / scores.n, "cross_bee_supersedes_wrong": cross_supersedes_wrong}
+        related = score_labels(related_gold, related_predicted)
+        report |= {
+            "related_accuracy": related.accuracy,
+            "related_coverage": related.coverage,
+            "related_confident_wrong": related.confident_wrong,
+            "related_confusion": related.confusion,
+            "cross_bee_supersedes_wrong": cross_supersedes_wrong,
+        }
     return report
