@@ -1,10 +1,12 @@
 """Measure how fast a bee process is ready and how much memory it holds before its first model call.
 
-    .venv/bin/python scripts/bench_bee.py [--runs 7]
+    .venv/bin/python scripts/bench_bee.py [--runs 7] [--http]
 
-Each run starts ``python -m hive.bee`` on a small temporary repository with a ``script:`` model whose
-first turn waits, so the bee sits inside its first model call with everything loaded (role, model,
-toolbox). Measured per run, from /proc:
+Each run starts ``python -m hive.bee`` with the shipped investigator role (all six tools) on a small
+temporary repository. The model is a ``script:`` model whose first turn waits or, with ``--http``, the real
+OpenAI provider pointed at a local socket that accepts the connection and never answers; either way the
+bee sits inside its first model call with everything loaded (role, model, HTTP stack, toolbox).
+Measured per run, from /proc:
 
 - ready: seconds from spawning the process to reading its ``ready`` line;
 - rss: resident memory (VmRSS) while the bee waits on its first model call;
@@ -17,6 +19,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import socket
 import statistics
 import subprocess
 import sys
@@ -24,15 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROLE = """---
-name: investigator
-description: A benchmark investigator.
-tools: read, grep, find, ls
----
-You are {bee}, one of {n} investigators. Problem: {problem}. Your angle: {angle}.
-"""
-
-FIRST_TURN_DELAY = 2.0
+FIRST_TURN_DELAY = 30.0
 SETTLE = 0.8
 """Seconds after ``ready`` before sampling memory: enough for the bee to load its role, model and tools."""
 
@@ -47,10 +43,9 @@ def _status(pid: int) -> dict[str, int]:
     return fields
 
 
-def _setup(root: Path) -> Path:
+def _setup(root: Path, model: str) -> Path:
     repo = root / "repo"
-    (repo / ".hive" / "roles").mkdir(parents=True)
-    (repo / ".hive" / "roles" / "investigator.md").write_text(ROLE)
+    repo.mkdir()
     (repo / "app.py").write_text("def answer():\n    return 41  # off by one\n")
     script = root / "script.json"
     turns = [{"delay": FIRST_TURN_DELAY, "say": "## Found\n- app.py:2\n## Ruled out\n- none\n## Open\n- none"}]
@@ -66,22 +61,24 @@ def _setup(root: Path) -> Path:
                 "angle": "the arithmetic",
                 "repo": str(repo),
                 "run_dir": str(run_dir),
-                "model": f"script:{script}",
+                "model": model or f"script:{script}",
             }
         )
     )
     return brief
 
 
-def measure_once(root: Path) -> tuple[float, int, int]:
-    brief = _setup(root)
+def measure_once(root: Path, model: str, env: dict[str, str]) -> tuple[float, int, int]:
+    brief = _setup(root, model)
+    transcript = brief.parent / "transcript.jsonl"
     started = time.perf_counter()
     proc = subprocess.Popen(
         [sys.executable, "-m", "hive.bee", "--brief", str(brief)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
-        cwd=brief.parents[3] / "repo",
+        cwd=root / "repo",
+        env=env,
     )
     assert proc.stdin is not None and proc.stdout is not None
     try:
@@ -91,6 +88,8 @@ def measure_once(root: Path) -> tuple[float, int, int]:
             raise SystemExit(f"expected a ready line first, got {first}")
         time.sleep(SETTLE)
         status = _status(proc.pid)
+        if not transcript.exists() or b'"role":"user"' not in transcript.read_bytes():
+            raise SystemExit("the bee had not reached its first model call when memory was sampled")
         proc.stdin.write(b'{"type": "stop"}\n')
         proc.stdin.flush()
         proc.wait(timeout=10)
@@ -104,13 +103,29 @@ def measure_once(root: Path) -> tuple[float, int, int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--http", action="store_true", help="use the OpenAI provider against a silent socket")
     args = parser.parse_args()
+    env = dict(os.environ)
+    model = ""
+    silent: socket.socket | None = None
+    if args.http:
+        silent = socket.socket()
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)  # never accepted: the bee's request waits in the backlog
+        env["OPENAI_API_KEY"] = "sk-bench-not-a-key"
+        env["OPENAI_BASE_URL"] = f"http://127.0.0.1:{silent.getsockname()[1]}/v1"
+        model = "openai:gpt-4.1-mini"
     results = []
-    for i in range(args.runs):
-        with tempfile.TemporaryDirectory(prefix="hive-bench-bee-") as tmp:
-            ready, rss, peak = measure_once(Path(tmp))
-        results.append((ready, rss, peak))
-        print(f"run {i + 1}: ready {ready * 1000:.0f} ms, rss {rss / 1024:.1f} MB, peak {peak / 1024:.1f} MB")
+    try:
+        for i in range(args.runs):
+            with tempfile.TemporaryDirectory(prefix="hive-bench-bee-") as tmp:
+                ready, rss, peak = measure_once(Path(tmp), model, env)
+            results.append((ready, rss, peak))
+            print(f"run {i + 1}: ready {ready * 1000:.0f} ms, rss {rss / 1024:.1f} MB, peak {peak / 1024:.1f} MB")
+    finally:
+        if silent is not None:
+            silent.close()
+    print(f"model: {model or 'script: (first turn waits)'}")
     for label, index, unit, scale in (
         ("ready", 0, "ms", 1000.0),
         ("rss", 1, "MB", 1 / 1024),

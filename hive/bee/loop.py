@@ -62,6 +62,8 @@ LOOP_NUDGE_AT = 3
 LOOP_FAIL_AT = 4
 TOOL_TURNS_AFTER_TIME_UP = 2
 """Replies that still call tools after "time is up" before the bee is ended with what it has."""
+CHECKPOINT_STATEMENT_MAX = 1200
+"""Characters: a marked reply to a checkpoint longer than this is taken as the final report instead."""
 
 _MARKER = re.compile(r"^[ \t]*(?:[-*][ \t]+)?(?:\*\*)?(?:FOUND|DEAD END|DECIDED|BLOCKED)\b", re.MULTILINE)
 
@@ -93,7 +95,7 @@ def split_utterances(text: str) -> list[str]:
 
 def is_checkpoint_statement(text: str) -> bool:
     """A reply that answers a checkpoint (starts with a marker) rather than handing in the report."""
-    return _MARKER.match(text.strip()) is not None and len(text.strip()) <= 1200
+    return _MARKER.match(text.strip()) is not None and len(text.strip()) <= CHECKPOINT_STATEMENT_MAX
 
 
 class _Ended(Exception):
