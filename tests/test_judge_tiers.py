@@ -6,6 +6,7 @@ import json
 import math
 from pathlib import Path
 
+import httpx
 import pytest
 from judge_http_server import closed_port, judge_server
 
@@ -18,7 +19,9 @@ from hive.judge.tiers import build_tiers, parse_tiers
 from hive.judge.tiers.http import HttpTier
 from hive.judge.tiers.llm import LlmTier, find_json_object, parse_verbalized
 from hive.judge.tiers.script import ScriptTier
+from hive.providers.anthropic import AnthropicModel
 from hive.providers.base import Message, ModelResponse, ModelSettings, TokenUsage, ToolSpec
+from hive.providers.openai import OpenAIChatModel
 
 NEWS = BooleanQuestion("news", "Is `note` news?")
 KIND = ChoiceQuestion(
@@ -173,9 +176,7 @@ async def test_script_without_a_match_abstains(tmp_path: Path) -> None:
 
 
 async def test_script_answers_of_the_wrong_type_are_invalid(tmp_path: Path) -> None:
-    tier = ScriptTier.from_file(
-        write_rules(tmp_path, [{"gate": "publish", "answers": {"news": {"yes": 1.0}}}])
-    )
+    tier = ScriptTier.from_file(write_rules(tmp_path, [{"gate": "publish", "answers": {"news": {"yes": 1.0}}}]))
     assert (await Judge([tier]).ask("publish", [NEWS], STATE)).reason == "error:invalid_response"
 
 
@@ -254,17 +255,13 @@ async def test_llm_tier_reads_probabilities_off_logprobs_in_one_request() -> Non
     assert settings is not None and settings.top_logprobs and settings.temperature == 0
     assert "pip cannot reach the index" in messages[1].content and "B = blocker" in messages[1].content
     assert verdict.answers["news"].p == pytest.approx(0.8)
-    assert verdict.answers["kind"].probs == pytest.approx(
-        {"finding": 0.1 / 0.9, "blocker": 0.8 / 0.9, "other": 0.0}
-    )
+    assert verdict.answers["kind"].probs == pytest.approx({"finding": 0.1 / 0.9, "blocker": 0.8 / 0.9, "other": 0.0})
     assert not verdict.answers["news"].verbalized
     assert verdict.tokens == 103 and verdict.tiers[0].tier == "llm:canned:judge"
 
 
 async def test_llm_tier_falls_back_to_verbalized_json_and_remembers() -> None:
-    json_reply = ModelResponse(
-        text='Sure! ```json\n{"news": {"p": 0.85}, "kind": {"pick": "finding", "p": 0.7}}\n```'
-    )
+    json_reply = ModelResponse(text='Sure! ```json\n{"news": {"p": 0.85}, "kind": {"pick": "finding", "p": 0.7}}\n```')
     model = CannedModel(ModelResponse(text="Y A"), json_reply, json_reply)
     tier = LlmTier(model)
     verdict = await Judge([tier]).ask("publish", [NEWS, KIND], STATE)
@@ -314,3 +311,63 @@ async def test_llm_reply_missing_a_code_is_invalid() -> None:
     model = CannedModel(logprob_reply({"Y": math.log(0.9)}, text="Y"))
     verdict = await Judge([LlmTier(model)]).ask("publish", [NEWS, KIND], STATE)
     assert verdict.reason == "error:invalid_response"
+
+
+# --------------------------------------------------------------------------- llm tier over the real providers
+
+
+def openai_logprobs_handler(request: httpx.Request) -> httpx.Response:
+    body = json.loads(request.content)
+    assert body["logprobs"] is True and body["top_logprobs"] >= 5 and body["temperature"] == 0
+    tokens = [
+        ("Y", [("Y", math.log(0.9)), ("N", math.log(0.1))]),
+        (" C", [(" C", math.log(0.85)), (" A", math.log(0.1)), (" B", math.log(0.05))]),
+    ]
+    content = [
+        {"token": token, "logprob": alts[0][1], "top_logprobs": [{"token": t, "logprob": lp} for t, lp in alts]}
+        for token, alts in tokens
+    ]
+    return httpx.Response(
+        200,
+        json={
+            "model": "gpt-4.1-mini",
+            "choices": [{"message": {"role": "assistant", "content": "Y C"}, "logprobs": {"content": content}}],
+            "usage": {"prompt_tokens": 210, "completion_tokens": 3},
+        },
+    )
+
+
+async def test_llm_tier_over_an_openai_compatible_endpoint_uses_logprobs() -> None:
+    model = OpenAIChatModel("gpt-4.1-mini", api_key="k", transport=httpx.MockTransport(openai_logprobs_handler))
+    verdict = await Judge([LlmTier(model, id="llm:openai:gpt-4.1-mini")]).ask("publish", [NEWS, KIND], STATE)
+    assert verdict.reason is None
+    assert verdict.answers["news"].p == pytest.approx(0.9) and not verdict.answers["news"].verbalized
+    assert verdict.answers["kind"].zone == "escape" and verdict.answers["kind"].p == pytest.approx(0.85)
+    assert verdict.tokens == 213
+
+
+async def test_llm_tier_over_anthropic_uses_verbalized_json() -> None:
+    bodies: list[dict[str, object]] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        bodies.append(json.loads(request.content))
+        text = "Y A" if len(bodies) == 1 else 'Here you go: {"news": {"p": 0.1}, "kind": {"pick": "blocker", "p": 0.9}}'
+        return httpx.Response(
+            200, json={"content": [{"type": "text", "text": text}], "usage": {"input_tokens": 100, "output_tokens": 20}}
+        )
+
+    model = AnthropicModel("claude-x", api_key="k", transport=httpx.MockTransport(handler))
+    verdict = await Judge([LlmTier(model)]).ask("publish", [NEWS, KIND], STATE)
+    assert len(bodies) == 2
+    assert verdict.answers["news"].zone == "no" and verdict.answers["news"].verbalized
+    assert verdict.answers["kind"].pick == "blocker" and verdict.tokens == 240
+
+
+async def test_llm_tier_auth_failure_from_the_provider() -> None:
+    model = OpenAIChatModel(
+        "gpt-4.1-mini",
+        api_key="bad",
+        transport=httpx.MockTransport(lambda request: httpx.Response(401, json={"error": "no"})),
+    )
+    verdict = await Judge([LlmTier(model)]).ask("publish", [NEWS], STATE)
+    assert verdict.reason == "error:auth"
