@@ -202,9 +202,14 @@ async def test_stop_ends_a_bee_in_the_middle_of_a_model_call(
     bee = await start(tmp_path, repo, [{"say": REPORT, "delay": 60}])
     cleanup.append(bee)
     await bee.until("ready")
+    assert bee.proc.stdin is not None
+    bee.proc.stdin.write(b'not json\n{"type": "no-such-message"}\n\n')
     await bee.send({"type": "stop"})
     report, code = await bee.finish()
     assert (report.outcome, report.reason, code) == ("cut_short", "stopped", 0)
+    assert bee.proc.stderr is not None
+    err = (await bee.proc.stderr.read()).decode()
+    assert err.count("ignored a malformed line from the coordinator") == 2
 
 
 async def test_sigterm_ends_a_bee_with_a_report(tmp_path: Path, repo: Path, cleanup: list[BeeProcess]) -> None:
@@ -254,3 +259,21 @@ async def test_an_unusable_brief_is_a_usage_error_and_prints_nothing_on_stdout(t
     assert out == b""
     assert err.decode().startswith("hive.bee: error: brief ")
     assert "problem: field required" in err.decode()
+
+
+async def test_stray_writes_to_stdout_go_to_stderr_and_the_protocol_keeps_its_own_descriptor() -> None:
+    code = (
+        "import os, subprocess, sys\n"
+        "from hive.bee.__main__ import _claim_stdout\n"
+        "fd = _claim_stdout()\n"
+        "print('stray print', flush=True)\n"
+        "subprocess.run(['echo', 'stray child'])\n"
+        "os.write(fd, b'protocol line\\n')\n"
+    )
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", code, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), timeout=30)
+    assert proc.returncode == 0
+    assert out == b"protocol line\n"
+    assert err.decode().splitlines() == ["stray print", "stray child"]
