@@ -6,7 +6,10 @@ Rules (they match the prior art and fix what it admitted):
 - ``supports`` counts a confirmation once per *other* bee; a bee repeating itself is not support.
 - A ``contradicts`` pair between two bees is contested while neither side is superseded; it ends as soon
   as one side is replaced. The judge never picks a winner.
-- Relations naming a note that is not on the board are ignored.
+- Relations naming a note that is not on the board are ignored, and so are relations whose ``later``
+  note is not later on the board than its ``earlier`` one: a note cannot relate to itself, and a
+  misdirected relation cannot make two notes supersede each other and leave neither standing.
+- A note id appears once; a repeated note line does not replace the first (records are immutable).
 """
 
 from __future__ import annotations
@@ -44,16 +47,25 @@ class BoardState:
     """note id → bees it was handed to, in order, each once."""
     disputes: dict[str, DisputeState] = field(default_factory=dict)
     relations: list[Relation] = field(default_factory=list)
+    """The relations that took effect, in board order."""
+    _position: dict[str, int] = field(default_factory=dict, init=False, repr=False)
+    """note id → its index in board order."""
 
     def apply(self, record: BoardRecord) -> None:
         """Fold one more record into the state."""
         match record:
             case Note():
-                self.notes[record.id] = record
+                if record.id not in self.notes:
+                    self._position[record.id] = len(self.notes)
+                    self.notes[record.id] = record
             case Relation():
                 self._apply_relation(record)
             case Dispute():
-                self.disputes[record.id] = DisputeState(record.id, record.notes, record.at)
+                # A side may have been replaced before the dispute line was written.
+                replaced = [self.superseded[n] for n in record.notes if n in self.superseded]
+                self.disputes[record.id] = DisputeState(
+                    record.id, record.notes, record.at, resolved_by=replaced[0] if replaced else None
+                )
             case Resolution():
                 dispute = self.disputes.get(record.dispute)
                 if dispute is not None and dispute.resolved_by is None:
@@ -69,7 +81,7 @@ class BoardState:
 
     def _apply_relation(self, rel: Relation) -> None:
         later, earlier = self.notes.get(rel.later), self.notes.get(rel.earlier)
-        if later is None or earlier is None:
+        if later is None or earlier is None or self._position[rel.later] <= self._position[rel.earlier]:
             return
         self.relations.append(rel)
         if rel.relation == "supersedes":
@@ -81,7 +93,9 @@ class BoardState:
             if later.bee != earlier.bee:
                 self.confirmed_by.setdefault(rel.earlier, set()).add(later.bee)
         elif rel.relation == "contradicts" and later.bee != earlier.bee:
-            self.contradictions.append((rel.earlier, rel.later))
+            pair = (rel.earlier, rel.later)
+            if pair not in self.contradictions:
+                self.contradictions.append(pair)
 
     # ------------------------------------------------------------------ views
 

@@ -6,7 +6,7 @@
     │   └── SpecError         an unknown or malformed model / judge / role spec
     ├── RunFailed             a run could not complete (exit 1)
     │   └── ModelAPIError     a provider answered with an error we could not retry past
-    ├── StoreError            a record file could not be written (exit 1)
+    ├── StoreError            a record file could not be written or read (exit 1)
     └── Interrupted           the user stopped the run (exit 130)
 
 Exceptions carry data; callers decide what to log or print.
@@ -51,7 +51,7 @@ class ModelAPIError(RunFailed):
 
 
 class StoreError(HiveError):
-    """A record file could not be written (disk full, permissions)."""
+    """A record file could not be written (disk full, permissions) or read (not a file, I/O error)."""
 
     exit_code = 1
 

@@ -45,9 +45,13 @@ def parse_iso(at: str) -> _dt.datetime:
 
 
 class Record(BaseModel):
-    """Base of all records: tolerant of unknown fields, immutable once built."""
+    """Base of all records: tolerant of unknown fields, immutable once built.
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+    NaN and infinity are refused when a record is built: JSON has no such numbers (orjson would write
+    ``null``), so the line could not be read back.
+    """
+
+    model_config = ConfigDict(extra="allow", frozen=True, allow_inf_nan=False)
 
 
 # --------------------------------------------------------------------------- run.json
@@ -325,7 +329,7 @@ class Usage(Record):
 
 
 class Received(Record):
-    """The bee injected these notes into its context (``delivered``) or dropped stale copies (``withheld``)."""
+    """The bee put these notes into its context (``delivered``) or dropped stale copies (``withheld``)."""
 
     type: Literal["received"] = "received"
     bee: str

@@ -73,11 +73,15 @@ def load_run_info(paths: RunPaths) -> RunInfo:
         raise RunNotFound(f"{paths.dir} is not a run directory (no run.json)") from e
     except PermissionError as e:
         raise UsageError(f"cannot read {paths.run_json}: permission denied") from e
+    except OSError as e:
+        raise UsageError(f"cannot read {paths.run_json}: {e.strerror}") from e
     except (orjson.JSONDecodeError, ValidationError) as e:
         raise UsageError(f"{paths.run_json} is not a valid run.json") from e
 
 
 def _pid_alive(pid: int) -> bool:
+    if pid <= 0:  # kill(0 or negative) signals a whole process group, not one process
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -115,15 +119,17 @@ def list_run_dirs(runs_dir: Path) -> list[RunPaths]:
         entries = sorted(runs_dir.iterdir(), key=lambda p: p.name)
     except PermissionError as e:
         raise UsageError(f"cannot read runs directory {str(runs_dir)!r}: permission denied") from e
-    return [RunPaths(p) for p in entries if (p / "run.json").is_file()]
+    return [RunPaths(p) for p in entries if (p / "run.json").exists()]
 
 
 def resolve_run(runs_dir: Path, ref: str | None) -> RunPaths:
     """Find a run by id, unique id prefix, path, or ``latest`` (the default)."""
-    ref = (ref or "latest").strip()
+    ref = (ref or "").strip() or "latest"
     as_path = Path(ref)
-    if (as_path / "run.json").is_file():
+    if (as_path / "run.json").exists():
         return RunPaths(as_path)
+    if os.sep in ref:  # run ids never contain a separator: this was meant as a path
+        raise RunNotFound(f"{ref} is not a run directory (no run.json)")
     runs = list_run_dirs(runs_dir)
     if not runs:
         raise RunNotFound(f"no runs in {str(runs_dir)!r}")

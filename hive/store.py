@@ -16,7 +16,7 @@ import logging
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 import orjson
 from pydantic import BaseModel, TypeAdapter, ValidationError
@@ -79,7 +79,8 @@ def write_json_atomic(path: Path, record: BaseModel) -> None:
     """Replace ``path`` with ``record`` as indented JSON, atomically (write a sibling, then rename)."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        tmp.write_bytes(orjson.dumps(record.model_dump(mode="json", exclude_none=True), option=orjson.OPT_INDENT_2))
+        data = record.model_dump(mode="json", exclude_none=True)
+        tmp.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2))
         os.replace(tmp, path)
     except OSError as e:
         tmp.unlink(missing_ok=True)
@@ -101,7 +102,7 @@ class JsonlReader(Generic[T]):
         if isinstance(parse, TypeAdapter):
             self._parse: Callable[[Any], T] = parse.validate_python
         elif isinstance(parse, type) and issubclass(parse, BaseModel):
-            self._parse = parse.model_validate
+            self._parse = cast("Callable[[Any], T]", parse.model_validate)
         else:
             self._parse = parse  # type: ignore[assignment]
 
@@ -113,11 +114,14 @@ class JsonlReader(Generic[T]):
                 chunk = f.read()
         except FileNotFoundError:
             return []
+        except OSError as e:
+            raise StoreError(f"cannot read {self.path}: {e.strerror}") from e
         end = chunk.rfind(b"\n")
         if end < 0:
             return []
         records: list[T] = []
-        for raw in chunk[: end + 1].splitlines():
+        # Split on "\n" only: bytes.splitlines() also splits on a stray "\r" and would miscount lines.
+        for raw in chunk[:end].split(b"\n"):
             self.line_no += 1
             if not raw.strip():
                 continue

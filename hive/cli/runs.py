@@ -10,9 +10,17 @@ import typer
 from hive.board import fold
 from hive.cli.app import app
 from hive.cli.output import JsonOption, RunsDirOption, clip, human_duration, print_json
-from hive.errors import UsageError
-from hive.records import BOARD_ADAPTER, SCHEMAS, Note, json_schema
-from hive.runs import duration_seconds, effective_status, list_run_dirs, load_run_info, resolve_run, runs_dir_from
+from hive.errors import StoreError, UsageError
+from hive.records import BOARD_ADAPTER, SCHEMAS, BoardRecord, Note, json_schema
+from hive.runs import (
+    RunPaths,
+    duration_seconds,
+    effective_status,
+    list_run_dirs,
+    load_run_info,
+    resolve_run,
+    runs_dir_from,
+)
 from hive.store import read_all
 
 
@@ -23,11 +31,12 @@ def ls_command(runs_dir: Path | None = RunsDirOption, as_json: bool = JsonOption
     for paths in list_run_dirs(runs_dir_from(runs_dir)):
         try:
             info = load_run_info(paths)
+            records = _read_board(paths)
         except UsageError as e:
+            # One broken run must not hide the others.
             rows.append({"id": paths.id, "status": "unreadable", "problem": str(e), "bees": 0,
-                         "duration_s": None, "notes": 0})
+                         "duration_s": None, "notes": 0, "started_at": None, "path": str(paths.dir)})
             continue
-        records, _ = read_all(paths.board, BOARD_ADAPTER)
         rows.append({
             "id": info.id,
             "status": effective_status(info),
@@ -61,9 +70,8 @@ def show_command(
     """Show a run's answer and its standing board."""
     paths = resolve_run(runs_dir_from(runs_dir), run)
     info = load_run_info(paths)
-    records, _ = read_all(paths.board, BOARD_ADAPTER)
-    state = fold(records)
-    answer = paths.answer.read_text(encoding="utf-8", errors="replace") if paths.answer.exists() else None
+    state = fold(_read_board(paths))
+    answer = paths.answer.read_text(encoding="utf-8", errors="replace") if paths.answer.is_file() else None
     contested = state.contested_ids()
     if as_json:
         print_json({
@@ -89,6 +97,15 @@ def show_command(
             marks.append(f"confirmed by {', '.join(sorted(state.confirmed_by[note.id]))}")
         suffix = f" ({'; '.join(marks)})" if marks else ""
         typer.echo(f"- [{note.kind} {note.score:.2f}] {note.bee}{suffix}: {note.text}")
+
+
+def _read_board(paths: RunPaths) -> list[BoardRecord]:
+    """The run's board records; corrupt lines are skipped with a warning, an unreadable file is bad input."""
+    try:
+        records, _ = read_all(paths.board, BOARD_ADAPTER)
+    except StoreError as e:
+        raise UsageError(str(e)) from e
+    return records
 
 
 @app.command("schema")
