@@ -33,9 +33,7 @@ def said(text: str, bee: str = "bee-2", seq: int = 1) -> Utterance:
     return Utterance(bee=bee, seq=seq, text=text)
 
 
-def script_gates(
-    tmp_path: Path, rules: list[dict[str, Any]], modes: dict[str, GateMode] | None = None
-) -> Gates:
+def script_gates(tmp_path: Path, rules: list[dict[str, Any]], modes: dict[str, GateMode] | None = None) -> Gates:
     path = tmp_path / "rules.json"
     path.write_text(json.dumps(rules))
     return Gates(Judge([ScriptTier.from_file(path)]), goal=GOAL, modes=modes)
@@ -110,9 +108,7 @@ def test_select_related_keeps_overlapping_earlier_notes_closest_first() -> None:
 
 async def test_publish_on_confident_news_and_a_kind(tmp_path: Path) -> None:
     gates = script_gates(tmp_path, PUBLISH_RULES)
-    result = await gates.publish(
-        said("the batch size is capped at 500 in export.py:88"), focus="exporter", board=[]
-    )
+    result = await gates.publish(said("the batch size is capped at 500 in export.py:88"), focus="exporter", board=[])
     assert (result.publish, result.kind, result.score) == (True, "finding", 0.92)
     row = result.decision
     assert row is not None
@@ -171,9 +167,7 @@ async def test_publish_with_the_judge_down_publishes_only_marked_text() -> None:
 async def test_duplicates_are_dropped_by_rule_before_the_judge(tmp_path: Path) -> None:
     gates = script_gates(tmp_path, PUBLISH_RULES)
     board = [note("n-4", "the batch size is capped at 500 in export.py:88 which drops rows")]
-    result = await gates.publish(
-        said("FOUND: batch size is capped at 500 in export.py:88"), focus="x", board=board
-    )
+    result = await gates.publish(said("FOUND: batch size is capped at 500 in export.py:88"), focus="x", board=board)
     assert (result.publish, result.kind) == (False, None)
     row = result.decision
     assert row is not None
@@ -241,9 +235,7 @@ async def test_deliver_on_a_confident_yes_only(tmp_path: Path) -> None:
 @pytest.mark.parametrize("kind", ["decision", "blocker"])
 async def test_decisions_and_blockers_reach_every_bee_with_the_judge_down(kind: NoteKind) -> None:
     gates = down_gates()
-    result = await gates.deliver(
-        note("n-7", "we patch the flush in export.py", kind=kind), to_bee="bee-2", focus="db"
-    )
+    result = await gates.deliver(note("n-7", "we patch the flush in export.py", kind=kind), to_bee="bee-2", focus="db")
     assert (result.deliver, result.by_rule, result.score) == (True, True, 1.0)
     row = result.decision
     assert row is not None and (row.source, row.outcome, row.tiers) == ("rule", "deliver", [])
@@ -283,9 +275,7 @@ def relate_rules(p: float, relation: str = "supersedes") -> list[dict[str, Any]]
         (0.55, True, None, "fallback"),
     ],
 )
-async def test_supersedes_bars(
-    tmp_path: Path, p: float, same_bee: bool, relation: str | None, source: str
-) -> None:
+async def test_supersedes_bars(tmp_path: Path, p: float, same_bee: bool, relation: str | None, source: str) -> None:
     gates = script_gates(tmp_path, relate_rules(p))
     earlier = note("n-1", "the exporter drops rows because of the batch size")
     later = note("n-2", "the batch size is fine; the cursor is reused", bee="bee-1" if same_bee else "bee-2")
@@ -314,9 +304,7 @@ async def test_relate_state_renders_notes_and_none_is_no_relation(tmp_path: Path
         }
     ]
     gates = script_gates(tmp_path, rules)
-    result = await gates.relate(
-        note("n-1", "pip is offline", kind="blocker"), note("n-2", "rows vanish", bee="bee-3")
-    )
+    result = await gates.relate(note("n-1", "pip is offline", kind="blocker"), note("n-2", "rows vanish", bee="bee-3"))
     assert result.relation is None
     assert result.decision is not None and (result.decision.source, result.decision.outcome) == (
         "judge",
@@ -331,3 +319,18 @@ async def test_relate_with_the_judge_down_removes_nothing() -> None:
     assert result.relation is None
     assert result.decision is not None and result.decision.reason == "error:unreachable"
     await gates.judge.aclose()
+
+
+async def test_a_cross_bee_supersedes_below_the_bar_escalates_to_the_next_tier(tmp_path: Path) -> None:
+    cheap_rules, strong_rules = tmp_path / "cheap.json", tmp_path / "strong.json"
+    cheap_rules.write_text(json.dumps(relate_rules(0.85)))
+    strong_rules.write_text(json.dumps(relate_rules(0.8, "supports")))
+    cheap, strong = ScriptTier.from_file(cheap_rules), ScriptTier.from_file(strong_rules)
+    gates = Gates(Judge([cheap, strong]), goal=GOAL)
+    earlier, later = note("n-1", "rows vanish in flush"), note("n-2", "flush drops the tail", bee="bee-2")
+    result = await gates.relate(earlier, later)
+    assert result.relation == "supports"
+    assert result.decision is not None and result.decision.answers["relation"].tier == strong.id
+    assert [(call.tier, call.kept) for call in result.decision.tiers] == [(cheap.id, []), (strong.id, ["relation"])]
+    same_bee = await gates.relate(earlier, note("n-3", "flush drops the tail", bee="bee-1"))
+    assert same_bee.relation == "supersedes" and len(same_bee.decision.tiers) == 1  # type: ignore[union-attr]
