@@ -118,9 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--brief", required=True, type=Path, help="the bee's brief.json")
     args = parser.parse_args(argv)
     protocol_fd = _claim_stdout()
-    logging.basicConfig(
-        stream=sys.stderr, level=logging.WARNING, format="hive.bee: %(levelname)s: %(message)s"
-    )
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="hive.bee: %(levelname)s: %(message)s")
     try:
         brief = load_brief(args.brief)
     except UsageError as e:

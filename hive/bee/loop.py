@@ -158,7 +158,7 @@ class BeeLoop:
         self._call_counts: dict[str, int] = {}
         self._started = 0.0
         self._work: asyncio.Task[tuple[str, BeeOutcome, str | None]] | None = None
-        self._tool_specs: list[ToolSpec] | None = None
+        self._specs: list[ToolSpec] = toolbox.specs()
 
     # ------------------------------------------------------------------ the run
 
@@ -174,9 +174,7 @@ class BeeLoop:
             reader.cancel()
             await asyncio.gather(work, reader, return_exceptions=True)
         report = self._conclude(work)
-        self._transcript.write(
-            "report", content=report.text, data={"outcome": report.outcome, "reason": report.reason}
-        )
+        self._transcript.write("report", content=report.text, data={"outcome": report.outcome, "reason": report.reason})
         with contextlib.suppress(ChannelClosed):
             self._channel.send(report)
         return report
@@ -307,12 +305,8 @@ class BeeLoop:
     def _drain_inbox(self) -> Drained:
         drained = self._inbox.drain()
         if drained.items or drained.withheld:
-            received = Received(
-                bee=self.brief.bee, delivered=drained.delivered, withheld=list(drained.withheld)
-            )
-            self._transcript.write(
-                "notes", data={"delivered": received.delivered, "withheld": received.withheld}
-            )
+            received = Received(bee=self.brief.bee, delivered=drained.delivered, withheld=list(drained.withheld))
+            self._transcript.write("notes", data={"delivered": received.delivered, "withheld": received.withheld})
             self._send(received)
         return drained
 
@@ -365,17 +359,9 @@ class BeeLoop:
             output_tokens=reply.usage.output_tokens,
             cost_usd=reply.usage.cost_usd,
         )
-        self._transcript.write(
-            "usage", data=usage.model_dump(include={"model", "input_tokens", "output_tokens", "cost_usd"})
-        )
+        self._transcript.write("usage", data=usage.model_dump(exclude={"type", "bee", "at"}))
         self._send(usage)
         return reply
-
-    @property
-    def _specs(self) -> list[ToolSpec]:
-        if self._tool_specs is None:
-            self._tool_specs = self._toolbox.specs()
-        return self._tool_specs
 
     def _speak(self, text: str) -> None:
         for piece in split_utterances(self._scrub.text(text)):
