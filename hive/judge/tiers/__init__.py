@@ -2,7 +2,8 @@
 
 A ``--judge`` value is a comma-separated cascade, cheapest first:
 
-- ``local``: the embedded offline judge (:mod:`hive.judge.local`), default timeout 2 s;
+- ``local``: the embedded offline judge (:mod:`hive.judge.local`), which sets its own timeout (its first
+  call loads the model);
 - ``llm:<provider>:<model>``: a chat model through :func:`hive.providers.registry.infer_model`
   (e.g. ``llm:openai:gpt-4.1-mini``), 30 s;
 - ``http:<url>``: a classifier endpoint taking ``{state, questions}`` (e.g.
@@ -18,7 +19,7 @@ from urllib.parse import urlsplit
 from hive.errors import SpecError
 from hive.judge.base import Tier
 
-DEFAULT_TIMEOUTS: dict[str, float] = {"local": 2.0, "http": 8.0, "llm": 30.0, "script": 1.0}
+DEFAULT_TIMEOUTS: dict[str, float] = {"http": 8.0, "llm": 30.0, "script": 1.0}
 _EXAMPLE = "e.g. local,llm:openai:gpt-4.1-mini or http:http://127.0.0.1:8700/evaluate or script:rules.json"
 
 
