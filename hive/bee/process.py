@@ -1,0 +1,102 @@
+"""The bee process after ``ready``: build the role, model and toolbox, run the loop, hand in the report.
+
+:func:`run` is what ``python -m hive.bee`` calls once it has sent ``ready`` (see :mod:`hive.bee.__main__`).
+The role, the provider and the tools are imported only here, so that ``ready`` never waits for them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+from pathlib import Path
+
+from hive.bee.channel import Channel, ChannelClosed, StdioChannel
+from hive.bee.loop import BeeLoop, exit_code
+from hive.bee.prompts import one_line, system_prompt
+from hive.bee.transcript import Scrubber, Transcript, secret_values
+from hive.errors import HiveError
+from hive.records import BeeBrief, BeeOutcome, Report
+from hive.runs import RunPaths
+
+log = logging.getLogger("hive.bee")
+
+
+def run(brief: BeeBrief, protocol_fd: int) -> int:
+    """Run the bee on the process's stdin and ``protocol_fd``; return the exit code."""
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="hive.bee: %(levelname)s: %(message)s")
+    try:
+        return asyncio.run(_serve_stdio(brief, protocol_fd))
+    except ChannelClosed:
+        return 1
+
+
+async def _serve_stdio(brief: BeeBrief, protocol_fd: int) -> int:
+    channel = StdioChannel(protocol_fd)
+    try:
+        return await serve(brief, channel)
+    finally:
+        channel.close()
+
+
+async def serve(brief: BeeBrief, channel: Channel) -> int:
+    """Run one bee whose ``ready`` has been sent, from its setup to its report; return the exit code.
+
+    A setup problem hive raises on purpose (unknown role, bad model spec, missing key, a repository that is
+    not a directory) is a ``failed`` report; anything else is ``crashed``. Either way a report is sent.
+    """
+    scrubber = Scrubber(secret_values())
+    transcript: Transcript | None = None
+    model = toolbox = None
+    try:
+        try:
+            transcript = Transcript(RunPaths(Path(brief.run_dir)).transcript(brief.bee), scrubber)
+            from hive.providers.registry import infer_model
+            from hive.roles import load_role
+            from hive.tools.registry import Toolbox
+
+            role = load_role(brief.role)  # user roles resolve from the cwd the coordinator gave us
+            model = infer_model(brief.model or role.model or "", agent=brief.bee)
+            toolbox = Toolbox(Path(brief.repo), role.tools, unsafe_bash=brief.unsafe_bash)
+        except HiveError as e:
+            return _early_end(channel, transcript, brief, "failed", one_line(str(e)))
+        except Exception as e:
+            log.exception("bee %s could not start", brief.bee)
+            return _early_end(channel, transcript, brief, "crashed", one_line(f"{type(e).__name__}: {e}"))
+        loop = BeeLoop(
+            brief,
+            model=model,
+            toolbox=toolbox,
+            channel=channel,
+            transcript=transcript,
+            system_prompt=system_prompt(role.prompt, brief),
+            scrubber=scrubber,
+        )
+        running = asyncio.get_running_loop()
+        for signum, reason in ((signal.SIGTERM, "terminated"), (signal.SIGINT, "interrupted")):
+            running.add_signal_handler(signum, loop.request_stop, reason)
+        try:
+            return exit_code(await loop.run())
+        finally:
+            for signum in (signal.SIGTERM, signal.SIGINT):
+                running.remove_signal_handler(signum)
+    finally:
+        if toolbox is not None:
+            await toolbox.aclose()
+        if model is not None:
+            await model.aclose()
+        if transcript is not None:
+            transcript.close()
+
+
+def _early_end(
+    channel: Channel, transcript: Transcript | None, brief: BeeBrief, outcome: BeeOutcome, reason: str
+) -> int:
+    report = Report(bee=brief.bee, text="", outcome=outcome, reason=reason)
+    if transcript is not None:
+        transcript.write("report", content="", data={"outcome": outcome, "reason": reason})
+    with contextlib.suppress(ChannelClosed):
+        channel.send(report)
+    return exit_code(report)
