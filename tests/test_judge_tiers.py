@@ -371,3 +371,14 @@ async def test_llm_tier_auth_failure_from_the_provider() -> None:
     )
     verdict = await Judge([LlmTier(model)]).ask("publish", [NEWS], STATE)
     assert verdict.reason == "error:auth"
+
+
+async def test_llm_tier_switches_to_json_when_logprobs_are_refused() -> None:
+    json_reply = ModelResponse(text='{"news": {"p": 0.9}}')
+    model = CannedModel(ModelAPIError("logprobs not supported", status=400), json_reply)
+    tier = LlmTier(model)
+    verdict = await Judge([tier]).ask("publish", [NEWS], STATE)
+    assert verdict.reason is None and verdict.answers["news"].verbalized and tier.logprobs is False
+    later = LlmTier(CannedModel(ModelAPIError("bad", status=400)))
+    later.logprobs = True
+    assert (await Judge([later]).ask("publish", [NEWS], STATE)).reason == "error:bad_request"

@@ -11,7 +11,8 @@ All questions of one gate call go in one request. Two ways to get probabilities:
   evenly over the other options. Prose or code fences around the JSON are tolerated. Such answers are
   marked ``verbalized`` in the ledger.
 
-The tier learns from the first reply which way its endpoint works and keeps to it. A question the reply
+The tier learns from the first reply which way its endpoint works and keeps to it (a first logprob request
+refused as a bad request also means JSON from then on). A question the reply
 does not answer makes the call an ``invalid_response``.
 """
 
@@ -128,9 +129,7 @@ def _raw_from_masses(question: Question, masses: Mapping[str, float]) -> RawAnsw
         return RawAnswer(p=probs["Y"])
     if isinstance(question, ChoiceQuestion):
         return RawAnswer(
-            probs={
-                option: probs[code] for code, option in zip(codes_of(question), question.options, strict=True)
-            }
+            probs={option: probs[code] for code, option in zip(codes_of(question), question.options, strict=True)}
         )
     return RawAnswer(level=sum(int(code) * p for code, p in probs.items()))
 
@@ -153,9 +152,7 @@ def parse_logprobs(questions: Sequence[Question], response: ModelResponse) -> di
                 answers[question.name] = _raw_from_masses(question, _code_masses(top, codes))
                 break
         else:
-            raise TierFailure(
-                "invalid_response", f"no answer code for {question.name!r} in {response.text[:80]!r}"
-            )
+            raise TierFailure("invalid_response", f"no answer code for {question.name!r} in {response.text[:80]!r}")
     return answers
 
 
@@ -226,9 +223,7 @@ class LlmTier:
 
     untrusted: frozenset[str] = frozenset()
 
-    def __init__(
-        self, model: Model, *, id: str | None = None, timeout: float = DEFAULT_TIMEOUTS["llm"]
-    ) -> None:
+    def __init__(self, model: Model, *, id: str | None = None, timeout: float = DEFAULT_TIMEOUTS["llm"]) -> None:
         self.model = model
         self.id = id or f"llm:{model.name}"
         self.timeout = timeout
@@ -242,9 +237,7 @@ class LlmTier:
         except ProviderError as e:
             raise TierFailure(e.kind, str(e)) from e
         except ModelAPIError as e:
-            raise (
-                status_failure(e.status, e.body or "") if e.status else TierFailure("unreachable", str(e))
-            ) from e
+            raise (status_failure(e.status, e.body or "") if e.status else TierFailure("unreachable", str(e))) from e
         except httpx.TimeoutException as e:
             raise TierFailure("timeout", str(e)) from e
         except httpx.TransportError as e:
@@ -260,13 +253,20 @@ class LlmTier:
                 timeout=self.timeout,
                 top_logprobs=TOP_LOGPROBS,
             )
-            response = await self._request(code_prompt(questions, state), settings)
-            tokens += response.usage.total
-            if response.top_logprobs:
-                self.logprobs = True
-                return TierResult(
-                    answers=parse_logprobs(questions, response), tokens=tokens, meta={"mode": "logprobs"}
-                )
+            try:
+                response: ModelResponse | None = await self._request(code_prompt(questions, state), settings)
+            except TierFailure as e:
+                # some models refuse logprob requests outright (400); learn that once, then ask in JSON
+                if e.kind != "bad_request" or self.logprobs is not None:
+                    raise
+                response = None
+            if response is not None:
+                tokens += response.usage.total
+                if response.top_logprobs:
+                    self.logprobs = True
+                    return TierResult(
+                        answers=parse_logprobs(questions, response), tokens=tokens, meta={"mode": "logprobs"}
+                    )
             self.logprobs = False
         settings = ModelSettings(
             max_tokens=60 * len(questions) + 40, temperature=0.0, timeout=self.timeout, json_output=True
