@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from hive.judge.base import RawAnswer, TierFailure
 from hive.judge.policy import (
@@ -107,9 +109,7 @@ def test_probabilities_within_the_tolerance_are_scaled_to_one() -> None:
 
 
 def test_answers_carry_zone_tier_and_pick() -> None:
-    answer = to_answer(
-        COLOUR, validate(COLOUR, RawAnswer(probs={"red": 0.1, "blue": 0.8, "none": 0.1})), "t1"
-    )
+    answer = to_answer(COLOUR, validate(COLOUR, RawAnswer(probs={"red": 0.1, "blue": 0.8, "none": 0.1})), "t1")
     assert (answer.pick, answer.p, answer.zone, answer.tier) == ("blue", 0.8, "picked", "t1")
     boolean = to_answer(YES_NO, RawAnswer(p=0.1, verbalized=True), "t2")
     assert (boolean.zone, boolean.verbalized) == ("no", True)
@@ -122,3 +122,21 @@ def test_neutral_answers_are_unsure() -> None:
         answer = neutral_answer(question, "untrusted")
         assert answer.zone == "unsure" and not is_confident(answer)
     assert neutral_answer(COLOUR, "none").probs == pytest.approx({"red": 1 / 3, "blue": 1 / 3, "none": 1 / 3})
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from(["red", "blue", "none", "green"]),
+        st.floats(allow_nan=True, allow_infinity=True) | st.integers(-2, 2),
+        max_size=4,
+    )
+)
+def test_any_choice_answer_is_either_valid_and_sums_to_one_or_an_invalid_response(probs: dict[str, float]) -> None:
+    try:
+        checked = validate(COLOUR, RawAnswer(probs=probs))
+    except TierFailure as e:
+        assert e.kind == "invalid_response"
+        return
+    assert checked.probs is not None and set(checked.probs) == set(COLOUR.options)
+    assert sum(checked.probs.values()) == pytest.approx(1.0)
+    assert to_answer(COLOUR, checked, "t").zone in {"picked", "escape", "unsure"}
