@@ -47,14 +47,19 @@ def fill(template: str, values: Mapping[str, str]) -> str:
 
 
 def brief_values(brief: BeeBrief) -> dict[str, str]:
-    """The placeholder values a role prompt can use."""
+    """The placeholder values a role prompt can use.
+
+    ``n`` counts the investigators: a verifier (``verify-<k>``, see :class:`~hive.records.BeeInfo`) is told
+    about the investigators in ``others`` but is not one of them.
+    """
     others = "\n".join(f"- {bee}: {angle}" for bee, angle in brief.others.items()) or "(none)"
+    investigators = [bee for bee in (brief.bee, *brief.others) if not bee.startswith("verify-")]
     return {
         "problem": brief.problem,
         "angle": brief.angle,
         "others": others,
         "bee": brief.bee,
-        "n": str(len(brief.others) + 1),
+        "n": str(len(investigators)),
     }
 
 
