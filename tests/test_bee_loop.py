@@ -486,6 +486,24 @@ async def test_wrap_up_closes_the_tools_and_asks_for_the_report(tmp_path: Path) 
     assert [a.text for a in bee.sent(Activity)] == ["read: refused, time is up"]
 
 
+async def test_a_report_not_written_within_the_grace_is_handed_in_as_it_stands(tmp_path: Path) -> None:
+    channel_box: list[MemoryChannel] = []
+
+    async def fn(messages: list[Message], tools: list[ToolSpec], settings: ModelSettings) -> ModelResponse | str:
+        if messages[-1].content.startswith("Time is up."):
+            await asyncio.sleep(3600)
+        channel_box[0].push(WrapUp(reason="the run deadline passed"))
+        await channel_box[0].delivered()
+        return tool_reply(read("a.py"), text="FOUND: cache.py:88 keeps the stale entry when write() raises.")
+
+    bee = Bee(tmp_path, FunctionModel(fn), grace=0.2)
+    channel_box.append(bee.channel)
+    report = await bee.run()
+    assert report.outcome == "cut_short"
+    assert report.reason == "the run deadline passed; no report within the 0.2 s grace"
+    assert report.text == "FOUND: cache.py:88 keeps the stale entry when write() raises."
+
+
 async def test_time_limit_closes_the_tools(tmp_path: Path) -> None:
     bee_box: list[Bee] = []
 

@@ -147,6 +147,8 @@ class BeeLoop:
         self._stop_reason: str | None = None
         self._closed: str | None = None
         """Why the tools are closed; ``None`` while they are open."""
+        self._grace_ends: float | None = None
+        """Event-loop time by which the final report is due, once the tools are closed."""
         self._told_time_up = False
         self._steps = 0
         self._tokens = 0
@@ -311,28 +313,41 @@ class BeeLoop:
         return drained
 
     def _close_if_over_budget(self, *, before_model_call: bool) -> None:
-        """Close the tools when a budget is spent.
+        """Close the tools when a budget is spent, and start the grace for the final report.
 
         Steps and tokens are spent by model calls, so they are checked only before one: the tool calls of
         the last allowed step still run. A wrap-up and the clock also stop the tool calls of a step.
         """
         if self._closed is not None:
             return
+        reason: str | None = None
         if self._wrap_up is not None:
-            self._closed = self._wrap_up
+            reason = self._wrap_up
         elif self._clock() - self._started >= self.brief.time_limit:
-            self._closed = f"time limit reached ({_format_seconds(self.brief.time_limit)})"
+            reason = f"time limit reached ({_format_seconds(self.brief.time_limit)})"
         elif not before_model_call:
             return
         elif self._steps >= self.brief.max_steps:
-            self._closed = f"step limit reached ({self.brief.max_steps} steps)"
+            reason = f"step limit reached ({self.brief.max_steps} steps)"
         elif self.brief.token_budget is not None and self._tokens >= self.brief.token_budget:
-            self._closed = f"token budget reached ({self._tokens} of {self.brief.token_budget} tokens)"
+            reason = f"token budget reached ({self._tokens} of {self.brief.token_budget} tokens)"
+        if reason is not None:
+            self._closed = reason
+            self._grace_ends = asyncio.get_running_loop().time() + self.brief.grace
 
     async def _ask(self) -> ModelResponse:
         if self._closed is None:
             self._steps += 1
-        reply = await self._model.request(list(self._messages), self._specs, self._settings)
+        # Once the tools are closed the report is due within the grace; past it the coordinator would
+        # kill the bee, so it hands in what it has instead.
+        grace = asyncio.timeout_at(self._grace_ends)
+        try:
+            async with grace:
+                reply = await self._model.request(list(self._messages), self._specs, self._settings)
+        except TimeoutError:
+            if not grace.expired():
+                raise
+            raise _Ended("cut_short", f"{self._closed}; no report within the {self.brief.grace:g} s grace") from None
         self._tokens += reply.usage.total
         model = reply.model or self._model.name
         self._transcript.write(
