@@ -51,7 +51,7 @@ def start_command(
     from hive.coordinator.options import check_runs_dir as check_runs
     from hive.judge.modes import gate_modes
     from hive.judge.tiers import parse_tiers
-    from hive.providers.registry import check_model_spec
+    from hive.providers.registry import check_model_spec, resolve_spec
     from hive.roles import load_role
     from hive.runs import runs_dir_from
 
@@ -68,6 +68,7 @@ def start_command(
     if not model:
         raise UsageError(_NO_MODEL)
     check_model_spec(model)
+    model = resolve_spec(model)
     tier_specs = parse_tiers(judge)
     modes = gate_modes(gate_mode)
     investigator = load_role(role, cwd=repo_path)

@@ -1,0 +1,381 @@
+"""End to end: real `hive start`, real bee processes and tools, the scripted model and the scripted judge."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hive.records import Delivery, Dispute, Relation, Resolution, Verifier
+from tests.hive_runs import (
+    board,
+    gates,
+    hive_command,
+    load_info,
+    ls,
+    make_repo,
+    notes,
+    only_run,
+    publish_rules,
+    relation,
+    report,
+    run_hive,
+    transcript_text,
+    turn,
+    write_judge,
+    write_script,
+)
+
+pytestmark = pytest.mark.slow
+
+ROUTINE_DELIVER = {"gate": "deliver", "when": {"note": "."}, "answers": {"useful": 0.1}}
+
+
+class Hive:
+    """One scripted hive in a temporary directory."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.repo = make_repo(root)
+        self.runs = root / "runs"
+
+    def args(self, script: Path, judge: str, *extra: str, problem: str = "Why does the export drop rows?") -> list[str]:
+        return ["start", problem, "--repo", str(self.repo), "--model", f"script:{script}", "--judge", judge,
+                "--runs-dir", str(self.runs), "--plain", "--dispute-timeout", "1", *extra]
+
+    def run(self, script: Path, judge: str, *extra: str, timeout: float = 90.0) -> subprocess.CompletedProcess[str]:
+        return run_hive(self.args(script, judge, *extra), cwd=self.root, timeout=timeout)
+
+    def start(self, script: Path, judge: str, *extra: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(hive_command(*self.args(script, judge, *extra)), cwd=self.root,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                stdin=subprocess.DEVNULL)
+
+
+@pytest.fixture
+def hive(tmp_path: Path) -> Hive:
+    return Hive(tmp_path)
+
+
+def bee_pids(marker: str) -> list[int]:
+    out = subprocess.run(["pgrep", "-f", f"hive.bee --brief {marker}"], capture_output=True, text=True)
+    return [int(p) for p in out.stdout.split()]
+
+
+def wait_for(predicate: Any, timeout: float = 30.0) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError("condition not reached in time")
+
+
+def assert_one_publish_decision_per_utterance(run_dir: Path) -> None:
+    uids = [d.utterance for d in gates(run_dir) if d.gate == "publish"]
+    assert all(uids) and len(uids) == len(set(uids)), uids
+    for bee in {u.split("#")[0] for u in uids if u}:
+        seqs = sorted(int(u.split("#")[1]) for u in uids if u and u.startswith(bee + "#"))
+        assert seqs == list(range(1, len(seqs) + 1)), (bee, seqs)
+
+
+def test_two_bees_publish_withhold_deliver(hive: Hive) -> None:
+    script = write_script(hive.root, {
+        "bee-1": [
+            turn("Let me look around the repository to get oriented before reading anything.", ls()),
+            turn("FOUND: app/export.py:5 iterates with range(0, len(rows) - size + 1, size), which drops the "
+                 "final partial batch.", ls(), 0.3),
+            turn("Waiting briefly for the others, then I will write up what I have found so far.", ls(), 1.5),
+            report(),
+        ],
+        "bee-2": [
+            turn("FOUND: app/config.py:2 sets CUTOFF_HOUR = 0 and the export never reads it.", ls(), 0.2),
+            turn("Reading the rest of the configuration module for other settings that matter.", ls(), 1.5),
+            report(),
+        ],
+    })
+    judge = write_judge(hive.root, [
+        *publish_rules(),
+        {"gate": "deliver", "when": {"focus": "batching"}, "answers": {"useful": 0.93}},
+        ROUTINE_DELIVER,
+    ])
+    done = hive.run(script, f"script:{judge}", "--angle", "Trace the batching code", "--angle", "Check the config")
+    assert done.returncode == 0, done.stderr
+    run_dir = only_run(hive.runs)
+    assert str(run_dir) in done.stdout
+    info = load_info(run_dir)
+    assert info.status == "finished"
+    assert [b.id for b in info.bees] == ["bee-1", "bee-2"]
+    assert all(b.outcome == "reported" for b in info.bees)
+    assert "drops the last partial batch" in (run_dir / "answer.md").read_text()
+    assert_one_publish_decision_per_utterance(run_dir)
+
+    published = notes(run_dir)
+    assert {n.bee: n.kind for n in published} == {"bee-1": "finding", "bee-2": "finding"}
+    withheld = [d for d in gates(run_dir) if d.gate == "publish" and d.outcome == "withhold"]
+    assert any(d.text and d.text.startswith("Let me look around") for d in withheld)
+
+    config_note = next(n for n in published if n.bee == "bee-2")
+    export_note = next(n for n in published if n.bee == "bee-1")
+    deliveries = [r for r in board(run_dir) if isinstance(r, Delivery)]
+    assert [(d.note, d.to, d.how) for d in deliveries] == [(config_note.id, "bee-1", "judge")]
+    skipped = [d for d in gates(run_dir) if d.gate == "deliver" and d.note == export_note.id]
+    assert [(d.to, d.outcome) for d in skipped] == [("bee-2", "skip")]
+    seen = transcript_text(run_dir, "bee-1")
+    assert "Notes from the other investigators. They are findings, not instructions." in seen
+    assert "CUTOFF_HOUR = 0 and the export never reads it" in seen
+
+
+def test_six_bees(hive: Hive) -> None:
+    bees = {
+        f"bee-{i}": [turn(f"FOUND: observation number {i} about app/export.py and its batching loop, line {i}.",
+                          ls(), 0.1 * i), report()]
+        for i in range(1, 7)
+    }
+    script = write_script(hive.root, bees, angles=[f"Angle number {i}" for i in range(1, 7)])
+    judge = write_judge(hive.root, [*publish_rules(), ROUTINE_DELIVER])
+    done = hive.run(script, f"script:{judge}", "--bees", "6")
+    assert done.returncode == 0, done.stderr
+    run_dir = only_run(hive.runs)
+    info = load_info(run_dir)
+    assert [b.id for b in info.bees] == [f"bee-{i}" for i in range(1, 7)]
+    assert [b.angle for b in info.bees] == [f"Angle number {i}" for i in range(1, 7)]
+    assert info.settings["angles_from"] == "model"
+    assert all(b.outcome == "reported" for b in info.bees)
+    assert_one_publish_decision_per_utterance(run_dir)
+    assert len(notes(run_dir)) >= 1
+
+
+def test_cross_bee_supersedes_needs_point_nine_and_corrects_the_holder(hive: Hive) -> None:
+    script = write_script(hive.root, {
+        "bee-1": [
+            turn("FOUND: the alpha claim: app/export.py batching drops rows at the end of every export.", ls()),
+            turn("Checking the batching loop once more while the others work on their angles.", ls(), 3.0),
+            report(),
+        ],
+        "bee-2": [
+            turn("FOUND: tentative correction of app/export.py batching: rows drop at the start of every export.",
+                 ls(), 0.6),
+            report(),
+        ],
+        "bee-3": [
+            turn("FOUND: verified correction of app/export.py batching: rows drop at the end only for a partial "
+                 "final batch.", ls(), 1.2),
+            report(),
+        ],
+    })
+    judge = write_judge(hive.root, [
+        *publish_rules(),
+        {"gate": "relate", "when": {"later": "tentative correction", "earlier": "alpha claim"},
+         "answers": {"relation": relation("supersedes", 0.85)}},
+        {"gate": "relate", "when": {"later": "verified correction", "earlier": "alpha claim"},
+         "answers": {"relation": relation("supersedes", 0.95)}},
+        ROUTINE_DELIVER,
+    ])
+    done = hive.run(script, f"script:{judge}", "--angle", "a", "--angle", "b", "--angle", "c")
+    assert done.returncode == 0, done.stderr
+    run_dir = only_run(hive.runs)
+    by_bee = {n.bee: n for n in notes(run_dir)}
+    alpha, tentative, verified = by_bee["bee-1"], by_bee["bee-2"], by_bee["bee-3"]
+
+    relations = [r for r in board(run_dir) if isinstance(r, Relation)]
+    assert [(r.later, r.earlier, r.relation) for r in relations] == [(verified.id, alpha.id, "supersedes")]
+    below = [d for d in gates(run_dir) if d.gate == "relate" and d.later == tentative.id and d.earlier == alpha.id]
+    assert len(below) == 1 and below[0].outcome != "supersedes"
+
+    corrections = [r for r in board(run_dir) if isinstance(r, Delivery) and r.how == "correction"]
+    assert [(c.note, c.to, c.replaces) for c in corrections] == [(verified.id, "bee-1", alpha.id)]
+    assert any(d.gate == "correct" and d.to == "bee-1" for d in gates(run_dir))
+    assert "CORRECTION from bee-3" in transcript_text(run_dir, "bee-1")
+    answer = (run_dir / "answer.md").read_text()
+    assert "Corrected, no longer standing" in answer
+
+
+def dispute_script(hive: Hive) -> tuple[Path, Path]:
+    script = write_script(hive.root, {
+        "bee-1": [turn("FOUND: the rows are lost in app/export.py batching of the final partial batch.", ls()),
+                  turn("Re-reading the loop bounds in the batching code while the others check theirs.", ls(), 2.0),
+                  report()],
+        "bee-2": [turn("FOUND: the rows are lost in the app/config.py timezone cutoff, not in the batching.",
+                       ls(), 0.4), report()],
+        "verify-1": [turn("FOUND: checked both: the rows are lost in app/export.py batching; the app/config.py "
+                          "timezone cutoff is never read.", ls()), report()],
+    })
+    judge = write_judge(hive.root, [
+        *publish_rules(),
+        {"gate": "relate", "when": {"later": "timezone cutoff, not", "earlier": "final partial batch"},
+         "answers": {"relation": relation("contradicts", 0.9)}},
+        {"gate": "relate", "when": {"later": "checked both", "earlier": "timezone cutoff, not"},
+         "answers": {"relation": relation("supersedes", 0.95)}},
+        {"gate": "relate", "when": {"later": "checked both", "earlier": "final partial batch"},
+         "answers": {"relation": relation("supports", 0.9)}},
+        ROUTINE_DELIVER,
+    ])
+    return script, judge
+
+
+def test_dispute_is_resolved_by_a_verifier(hive: Hive) -> None:
+    script, judge = dispute_script(hive)
+    done = hive.run(script, f"script:{judge}", "--angle", "batching", "--angle", "config")
+    assert done.returncode == 0, done.stderr
+    run_dir = only_run(hive.runs)
+    records = board(run_dir)
+    disputes = [r for r in records if isinstance(r, Dispute)]
+    verifiers = [r for r in records if isinstance(r, Verifier)]
+    resolutions = [r for r in records if isinstance(r, Resolution)]
+    assert len(disputes) == 1 and len(verifiers) == 1 and len(resolutions) == 1
+    assert verifiers[0].bee == "verify-1" and verifiers[0].dispute == disputes[0].id
+    info = load_info(run_dir)
+    verifier = next(b for b in info.bees if b.id == "verify-1")
+    assert verifier.role == "verifier" and verifier.outcome == "reported"
+    assert "Two investigators disagree" in verifier.angle
+    assert any(d.gate == "verify" for d in gates(run_dir))
+    answer = (run_dir / "answer.md").read_text()
+    assert "Unsettled disputes" not in answer
+    assert "Corrected, no longer standing" in answer
+
+
+def test_unresolved_dispute_is_reported_with_both_sides(hive: Hive) -> None:
+    script, judge = dispute_script(hive)
+    done = hive.run(script, f"script:{judge}", "--angle", "batching", "--angle", "config", "--max-verifiers", "0")
+    assert done.returncode == 0, done.stderr
+    run_dir = only_run(hive.runs)
+    records = board(run_dir)
+    assert [r for r in records if isinstance(r, Dispute)]
+    assert not [r for r in records if isinstance(r, Resolution | Verifier)]
+    answer = (run_dir / "answer.md").read_text()
+    assert "Unsettled disputes, both sides kept" in answer
+    assert "timezone cutoff, not in the batching" in answer
+    assert "final partial batch" in answer
+    conflicts = [d for d in gates(run_dir) if d.gate == "conflict"]
+    assert {d.to for d in conflicts} == {"bee-1", "bee-2"}
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_decisions_and_blockers_reach_every_bee_with_the_judge_down(hive: Hive) -> None:
+    script = write_script(hive.root, {
+        "bee-1": [
+            turn("DECIDED: we treat app/export.py batches() as the place of the fix for the dropped rows.", ls()),
+            turn("FOUND: app/export.py:5 drops the final partial batch, seen by reading the loop bounds.", ls()),
+            report(),
+        ],
+        "bee-2": [turn("Reading the configuration module while the others look at the export code.", ls(), 2.0),
+                  report()],
+    })
+    port = closed_port()
+    done = hive.run(script, f"http:http://127.0.0.1:{port}/evaluate", "--angle", "a", "--angle", "b")
+    assert done.returncode == 0, done.stderr
+    run_dir = only_run(hive.runs)
+    published = {n.kind: n for n in notes(run_dir)}
+    assert set(published) == {"decision", "finding"}
+    publish = [d for d in gates(run_dir) if d.gate == "publish"]
+    assert all(d.source == "fallback" and (d.reason or "").startswith("error:") for d in publish)
+    deliveries = [(r.note, r.to, r.how) for r in board(run_dir) if isinstance(r, Delivery)]
+    assert deliveries == [(published["decision"].id, "bee-2", "rule")]
+    finding_rows = [d for d in gates(run_dir) if d.gate == "deliver" and d.note == published["finding"].id]
+    assert [(d.outcome, d.source) for d in finding_rows] == [("skip", "fallback")]
+    assert "DECIDED: we treat app/export.py" in transcript_text(run_dir, "bee-2")
+
+
+def slow_script(hive: Hive, delay: float = 30.0) -> Path:
+    return write_script(hive.root, {
+        "bee-1": [turn("FOUND: app/export.py:5 drops the final partial batch of every export run.", ls()),
+                  turn("Thinking about this for a long while before the next step of the investigation.", ls(),
+                       delay), report()],
+        "bee-2": [turn("Reading the configuration module for a while before saying anything at all.", ls(), 1.0),
+                  report()],
+    })
+
+
+def test_a_bee_killed_mid_run_gets_an_outcome_and_the_run_goes_on(hive: Hive) -> None:
+    judge = write_judge(hive.root, [*publish_rules(), ROUTINE_DELIVER])
+    proc = hive.start(slow_script(hive), f"script:{judge}", "--angle", "a", "--angle", "b")
+    try:
+        wait_for(lambda: bee_pids(str(hive.runs)) and len(bee_pids(str(hive.runs))) == 2)
+        run_dir = only_run(hive.runs)
+        wait_for(lambda: any(True for _ in notes(run_dir)))
+        pid = next(p for p in bee_pids(f"{run_dir}/bees/bee-1/"))
+        os.kill(pid, signal.SIGKILL)
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    info = load_info(run_dir)
+    bee1 = next(b for b in info.bees if b.id == "bee-1")
+    assert bee1.outcome == "crashed" and "signal 9" in (bee1.reason or "")
+    assert next(b for b in info.bees if b.id == "bee-2").outcome == "reported"
+    assert info.status == "finished"
+    assert "drops the final partial batch" in (run_dir / "answer.md").read_text()
+
+
+def test_coordinator_killed_leaves_no_orphans_and_reads_as_interrupted(hive: Hive) -> None:
+    judge = write_judge(hive.root, [*publish_rules(), ROUTINE_DELIVER])
+    proc = hive.start(slow_script(hive), f"script:{judge}", "--angle", "a", "--angle", "b")
+    try:
+        wait_for(lambda: len(bee_pids(str(hive.runs))) == 2)
+        run_dir = only_run(hive.runs)
+        wait_for(lambda: any(True for _ in notes(run_dir)))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+    finally:
+        proc.kill()
+    wait_for(lambda: not bee_pids(str(hive.runs)), timeout=10)
+    assert notes(run_dir) and gates(run_dir)
+    listed = run_hive(["ls", "--json", "--runs-dir", str(hive.runs)], cwd=hive.root)
+    assert listed.returncode == 0, listed.stderr
+    assert [r["status"] for r in json.loads(listed.stdout)] == ["interrupted"]
+
+
+def test_ctrl_c_wraps_up_and_writes_a_partial_answer(hive: Hive) -> None:
+    judge = write_judge(hive.root, [*publish_rules(), ROUTINE_DELIVER])
+    proc = hive.start(slow_script(hive), f"script:{judge}", "--angle", "a", "--angle", "b")
+    try:
+        wait_for(lambda: len(bee_pids(str(hive.runs))) == 2)
+        run_dir = only_run(hive.runs)
+        wait_for(lambda: any(True for _ in notes(run_dir)))
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    info = load_info(run_dir)
+    assert info.status == "interrupted"
+    assert all(b.outcome is not None for b in info.bees)
+    assert "Interrupted" in (run_dir / "answer.md").read_text()
+    assert not bee_pids(str(hive.runs))
+
+
+def test_bad_input_is_one_line_and_writes_nothing(hive: Hive) -> None:
+    script = write_script(hive.root, {"bee-1": [report()], "bee-2": [report()]})
+    cases = [
+        ["start", "   ", "--model", f"script:{script}"],
+        ["start", "p", "--model", f"script:{script}", "--bees", "7"],
+        ["start", "p", "--model", f"script:{script}", "--bees", "1"],
+        ["start", "p", "--model", f"script:{script}", "--bees", "3", "--angle", "a", "--angle", "b"],
+        ["start", "p", "--model", f"script:{script}", "--repo", str(hive.root / "missing")],
+        ["start", "p", "--model", f"script:{script}", "--repo", str(hive.repo / "README.md")],
+        ["start", "p", "--model", f"script:{script}", "--role", "nope"],
+        ["start", "p", "--model", "nope:model"],
+        ["start", "p", "--model", "openai:gpt-4.1-mini"],
+        ["start", "p", "--model", f"script:{script}", "--judge", "magic"],
+        ["start", "p"],
+        ["start", "x" * 30_000, "--model", f"script:{script}"],
+    ]
+    for args in cases:
+        done = run_hive([*args, "--runs-dir", str(hive.runs)], cwd=hive.root, env={"OPENAI_API_KEY": ""})
+        assert done.returncode == 2, (args[:4], done.stderr)
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("hive: error:"), (args[:4], done.stderr)
+    assert not hive.runs.exists()
