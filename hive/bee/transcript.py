@@ -62,12 +62,11 @@ def truncate(text: str, limit: int = RESULT_LIMIT) -> str:
 
 
 class Transcript:
-    """Appends :class:`TranscriptEntry` lines, scrubbed. ``path=None`` keeps them in ``entries`` instead."""
+    """Appends :class:`TranscriptEntry` lines to ``path``, scrubbed of secrets."""
 
-    def __init__(self, path: Path | None, scrubber: Scrubber) -> None:
-        self._writer = JsonlWriter(path) if path is not None else None
+    def __init__(self, path: Path, scrubber: Scrubber) -> None:
+        self._writer = JsonlWriter(path)
         self._scrub = scrubber
-        self.entries: list[TranscriptEntry] = []
 
     def write(
         self,
@@ -80,22 +79,19 @@ class Transcript:
         call_id: str | None = None,
         data: Mapping[str, Any] | None = None,
     ) -> None:
-        entry = TranscriptEntry.model_validate(
-            {
-                "event": event,
-                "role": role,
-                "content": None if content is None else self._scrub.text(content),
-                "tool": tool,
-                "args": None if args is None else self._scrub.data(args),
-                "call_id": call_id,
-                "data": None if data is None else self._scrub.data(data),
-            }
+        self._writer.append(
+            TranscriptEntry.model_validate(
+                {
+                    "event": event,
+                    "role": role,
+                    "content": None if content is None else self._scrub.text(content),
+                    "tool": tool,
+                    "args": None if args is None else self._scrub.data(args),
+                    "call_id": call_id,
+                    "data": None if data is None else self._scrub.data(data),
+                }
+            )
         )
-        if self._writer is None:
-            self.entries.append(entry)
-        else:
-            self._writer.append(entry)
 
     def close(self) -> None:
-        if self._writer is not None:
-            self._writer.close()
+        self._writer.close()
