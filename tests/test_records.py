@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import re
+from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -123,9 +125,7 @@ EXAMPLES: list[tuple[BaseModel, TypeAdapter[Any] | type[BaseModel]]] = [
     (BeeInfo(id="verify-1", angle="settle d1", role="verifier", outcome="cut_short", reason="time"), BeeInfo),
     (NOTE, BOARD_ADAPTER),
     (
-        Relation(
-            later="n2", earlier="n1", relation="supersedes", score=0.7, at=AT, same_bee=True, decision="d9"
-        ),
+        Relation(later="n2", earlier="n1", relation="supersedes", score=0.7, at=AT, same_bee=True, decision="d9"),
         BOARD_ADAPTER,
     ),
     (Relation(later="n3", earlier="n1", relation="contradicts", score=0.66), BOARD_ADAPTER),
@@ -137,9 +137,7 @@ EXAMPLES: list[tuple[BaseModel, TypeAdapter[Any] | type[BaseModel]]] = [
     (Verifier(bee="verify-1", dispute="x1", notes=("n1", "n3"), at=AT), BOARD_ADAPTER),
     (GATE_DECISION, GATE_ADAPTER),
     (
-        GateDecision(
-            id="d8", gate="deliver", outcome="capped", source="rule", reason="cap", note="n1", to="bee-2"
-        ),
+        GateDecision(id="d8", gate="deliver", outcome="capped", source="rule", reason="cap", note="n1", to="bee-2"),
         GATE_ADAPTER,
     ),
     (
@@ -169,9 +167,7 @@ EXAMPLES: list[tuple[BaseModel, TypeAdapter[Any] | type[BaseModel]]] = [
         BeeBrief,
     ),
     (
-        TranscriptEntry(
-            event="tool_call", tool="grep", args={"pattern": "locale", "path": None}, call_id="c1", at=AT
-        ),
+        TranscriptEntry(event="tool_call", tool="grep", args={"pattern": "locale", "path": None}, call_id="c1", at=AT),
         TranscriptEntry,
     ),
     (TranscriptEntry(event="usage", data={"input_tokens": 10, "cost": 0.25}), TranscriptEntry),
@@ -278,11 +274,7 @@ def test_utterance_id_names_bee_and_sequence() -> None:
 def _instances_for(name: str) -> list[Any]:
     """The example records that the file or channel ``name`` carries, as their JSON lines decode."""
     target = SCHEMAS[name]
-    return [
-        orjson.loads(dumps(record))
-        for record, adapter in EXAMPLES
-        if adapter is target or type(record) is target
-    ]
+    return [orjson.loads(dumps(record)) for record, adapter in EXAMPLES if adapter is target or type(record) is target]
 
 
 @pytest.mark.parametrize("name", list(SCHEMAS))
@@ -325,3 +317,32 @@ def test_hive_schema_of_an_unknown_name_is_a_one_line_usage_error(capsys: pytest
     assert len(lines) == 1
     assert lines[0].startswith("hive: error: unknown record type 'votes.jsonl'")
     assert "board.jsonl" in lines[0]
+
+
+# --------------------------------------------------------------------------- docs/formats.md
+
+
+FORMATS_MD = Path(__file__).resolve().parent.parent / "docs" / "formats.md"
+EXAMPLE_BLOCK = re.compile(r"<!-- example: (\S+) -->\n```json\n(.*?)```", re.DOTALL)
+
+
+def _documented_examples() -> list[tuple[str, Any]]:
+    examples: list[tuple[str, Any]] = []
+    for name, body in EXAMPLE_BLOCK.findall(FORMATS_MD.read_text(encoding="utf-8")):
+        if name.endswith(".json"):  # a whole document
+            examples.append((name, orjson.loads(body)))
+        else:  # one record per line
+            examples += [(name, orjson.loads(line)) for line in body.splitlines() if line.strip()]
+    return examples
+
+
+def test_formats_md_has_an_example_for_every_schema() -> None:
+    assert {name for name, _ in _documented_examples()} == set(SCHEMAS)
+
+
+@pytest.mark.parametrize(("name", "example"), _documented_examples())
+def test_every_example_in_formats_md_is_a_valid_record(name: str, example: Any) -> None:
+    jsonschema.validate(example, json_schema(name))
+    target = SCHEMAS[name]
+    record = target.validate_python(example) if isinstance(target, TypeAdapter) else target.model_validate(example)
+    assert orjson.loads(dumps(record)) == example  # the example is written exactly as hive writes it
