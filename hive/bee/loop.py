@@ -464,8 +464,3 @@ class BeeLoop:
                 activity=f"{call.name}: same call {times} times, not run",
             )
         return await self._toolbox.call(call.name, call.arguments)
-
-
-def exit_code(report: Report) -> int:
-    """0 when the bee handed in a report (full or cut short), 1 when it failed or crashed."""
-    return 0 if report.outcome in ("reported", "cut_short") else 1

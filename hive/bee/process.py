@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from hive.bee.channel import Channel, ChannelClosed, StdioChannel
-from hive.bee.loop import BeeLoop, exit_code
+from hive.bee.loop import BeeLoop
 from hive.bee.prompts import one_line, system_prompt
 from hive.bee.transcript import Scrubber, Transcript, secret_values
 from hive.errors import HiveError
@@ -100,3 +100,8 @@ def _early_end(
     with contextlib.suppress(ChannelClosed):
         channel.send(report)
     return exit_code(report)
+
+
+def exit_code(report: Report) -> int:
+    """0 when the bee handed in a report (full or cut short), 1 when it failed or crashed."""
+    return 0 if report.outcome in ("reported", "cut_short") else 1
