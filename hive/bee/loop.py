@@ -2,7 +2,7 @@
 
 :class:`BeeLoop` is driven by what it is given (a model, a toolbox, a channel to the coordinator, a
 transcript and a clock), so tests run it in-process with the doubles of :mod:`hive.testing` and a
-:class:`~hive.bee.channel.MemoryChannel`. The process wiring is in :mod:`hive.bee.__main__`.
+:class:`~hive.bee.channel.MemoryChannel`. The process wiring is in :mod:`hive.bee.process`.
 
 What the loop does besides calling the model and its tools:
 
@@ -13,7 +13,8 @@ What the loop does besides calling the model and its tools:
 - **Checkpoint.** After ``checkpoint_every`` tool calls without an utterance, the bee is asked to state
   what it has established. A short marked reply to it is a statement, not the final report.
 - **Budgets.** A wrap-up from the coordinator, the time limit, the step limit or the token budget closes
-  the tools and asks for the final report; the outcome is then ``cut_short`` with the reason.
+  the tools and asks for the final report, due within the brief's grace; the outcome is then ``cut_short``
+  with the reason.
 - **Loop guard.** A third identical tool call is not run and gets a nudge; a fourth ends the bee, ``failed``.
 - **Outcomes.** Every run ends in one :class:`~hive.records.Report`: ``reported``, ``cut_short``,
   ``failed`` (a guard or an error hive raised on purpose, e.g. a model error retries did not get past) or
