@@ -77,9 +77,7 @@ def test_no_arguments_shows_help_without_a_bogus_error(capsys: pytest.CaptureFix
 
 
 def test_python_dash_m_hive_runs_the_cli() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "hive", "--version"], capture_output=True, text=True, timeout=60
-    )
+    done = subprocess.run([sys.executable, "-m", "hive", "--version"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0
     assert done.stdout == f"hive {__version__}\n"
 
@@ -114,9 +112,7 @@ def test_ls_of_no_runs(runs_dir: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert orjson.loads(capsys.readouterr().out) == []
 
 
-def test_ls_of_a_runs_dir_that_does_not_exist_is_empty(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_ls_of_a_runs_dir_that_does_not_exist_is_empty(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["ls", "--runs-dir", str(tmp_path / "nowhere")]) == 0
     assert "no runs in" in capsys.readouterr().out
 
@@ -155,9 +151,7 @@ def test_ls_json(runs_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
 def test_ls_shows_a_run_whose_coordinator_died_as_interrupted(
     runs_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    child = subprocess.run(
-        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, check=True
-    )
+    child = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, check=True)
     make_run(runs_dir, "r1", status="running", ended_at=None, pid=int(child.stdout))
     assert main(["ls", "--json"]) == 0
     assert orjson.loads(capsys.readouterr().out)[0]["status"] == "interrupted"
@@ -195,12 +189,8 @@ def test_runs_dir_option_beats_the_environment(
 # --------------------------------------------------------------------------- show
 
 
-def test_show_prints_the_answer_and_the_standing_board(
-    runs_dir: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    make_run(
-        runs_dir, "20261130-030000-aaaa", problem="Why English?", board=BOARD, answer="## Answer\nThe key.\n"
-    )
+def test_show_prints_the_answer_and_the_standing_board(runs_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    make_run(runs_dir, "20261130-030000-aaaa", problem="Why English?", board=BOARD, answer="## Answer\nThe key.\n")
     assert main(["show", "20261130"]) == 0
     out = capsys.readouterr().out
     assert out.splitlines()[0] == "run 20261130-030000-aaaa · finished · Why English?"
@@ -221,9 +211,7 @@ def test_show_json(runs_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert shown["status"] == "finished"
     assert shown["answer"] == "The key."
     assert [n["id"] for n in shown["standing"]] == ["n1", "n2", "n3", "n4", "n6"]
-    assert shown["standing"][0] == orjson.loads(
-        orjson.dumps(BOARD[0].model_dump(mode="json", exclude_none=True))
-    )
+    assert shown["standing"][0] == orjson.loads(orjson.dumps(BOARD[0].model_dump(mode="json", exclude_none=True)))
     assert shown["superseded"] == {"n5": "n6"}
     assert shown["contested"] == [["n3", "n4"]]
 
@@ -289,9 +277,7 @@ def test_missing_runs_dir(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
 
 
 @pytest.mark.parametrize("command", [["ls"], ["ls", "--json"], ["show"], ["show", "abc"]])
-def test_runs_dir_that_is_a_file(
-    tmp_path: Path, command: list[str], capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_runs_dir_that_is_a_file(tmp_path: Path, command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "runs").write_text("not a directory")
     assert main([*command, "--runs-dir", str(tmp_path / "runs")]) == 2
     assert "is not a directory" in one_error_line(capsys)
@@ -343,3 +329,20 @@ def test_debug_adds_the_traceback(runs_dir: Path, capsys: pytest.CaptureFixture[
     err = capsys.readouterr().err
     assert "Traceback" in err and "RunNotFound" in err
     assert err.splitlines()[-1].startswith("hive: error: no runs in")
+
+
+def test_reading_commands_change_nothing_on_disk(runs_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    make_run(runs_dir, "r1", board=BOARD, answer="The key.")
+    damaged = make_run(runs_dir, "r2", board=BOARD[:1])
+    with open(damaged.board, "ab") as f:
+        f.write(b"garbage\n" + b'{"type":"note"')
+    make_run(runs_dir, "r3").run_json.write_text("{torn")
+
+    def snapshot() -> dict[str, bytes]:
+        return {str(p.relative_to(runs_dir)): p.read_bytes() for p in sorted(runs_dir.rglob("*")) if p.is_file()}
+
+    before = snapshot()
+    for argv in (["ls"], ["ls", "--json"], ["show", "r1"], ["show", "r2", "--json"], ["show", "r3"], ["show", "r"]):
+        main(argv)
+    capsys.readouterr()
+    assert snapshot() == before
