@@ -209,14 +209,15 @@ class Pipeline:
         for slot in self.bees.values():
             if not slot.live or not ({earlier.id, later.id} & slot.holds):
                 continue
-            item = InboxItem(kind="conflict", note=later.id, bee=later.bee, note_kind=later.kind, text=later.text,
-                             replaces=earlier.id, other_bee=earlier.bee, other_text=earlier.text)
-            self._log(self.gates.rule("conflict", "deliver", to=slot.id, note=later.id, earlier=earlier.id,
+            # The notice carries the side this bee has not seen yet (the later one if it has both).
+            new, old = (earlier, later) if later.id in slot.holds and earlier.id not in slot.holds else (later, earlier)
+            item = InboxItem(kind="conflict", note=new.id, bee=new.bee, note_kind=new.kind, text=new.text,
+                             replaces=old.id, other_bee=old.bee, other_text=old.text)
+            self._log(self.gates.rule("conflict", "deliver", to=slot.id, note=new.id, earlier=earlier.id,
                                       later=later.id, dispute=dispute.id,
                                       reason=f"{later.id} contradicts {earlier.id}"))
-            slot.holds.add(earlier.id)
-            await self._hand_over(slot, item, Delivery(note=later.id, to=slot.id, how="conflict",
-                                                       replaces=earlier.id))
+            slot.holds.add(old.id)
+            await self._hand_over(slot, item, Delivery(note=new.id, to=slot.id, how="conflict", replaces=old.id))
 
     async def _deliver_everywhere(self, note: Note) -> None:
         receivers = [s for s in self.bees.values() if s.id != note.bee and s.live and note.id not in s.holds]
