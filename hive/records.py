@@ -40,8 +40,12 @@ def now_iso() -> str:
 
 
 def parse_iso(at: str) -> _dt.datetime:
-    """Parse a timestamp written by :func:`now_iso` (or any ISO 8601 form)."""
-    return _dt.datetime.fromisoformat(at.replace("Z", "+00:00"))
+    """Parse a timestamp written by :func:`now_iso` (or any ISO 8601 form; one without a zone is UTC).
+
+    Always timezone-aware, so that any two parsed timestamps can be compared and subtracted.
+    """
+    parsed = _dt.datetime.fromisoformat(at.replace("Z", "+00:00"))
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=_dt.UTC)
 
 
 class Record(BaseModel):

@@ -346,3 +346,18 @@ def test_every_example_in_formats_md_is_a_valid_record(name: str, example: Any) 
     target = SCHEMAS[name]
     record = target.validate_python(example) if isinstance(target, TypeAdapter) else target.model_validate(example)
     assert orjson.loads(dumps(record)) == example  # the example is written exactly as hive writes it
+
+
+@pytest.mark.parametrize(
+    "at",
+    [
+        "2026-11-30T03:04:05.123Z",
+        "2026-11-30T03:04:05.123+00:00",
+        "2026-11-30T04:04:05.123+01:00",
+        "2026-11-30T03:04:05.123",
+    ],
+)
+def test_parsed_timestamps_are_always_aware_and_comparable(at: str) -> None:
+    parsed = parse_iso(at)
+    assert parsed.tzinfo is not None
+    assert parsed == parse_iso(AT)

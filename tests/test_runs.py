@@ -28,9 +28,7 @@ from hive.runs import (
 
 def dead_pid() -> int:
     """The id of a process that has exited and been reaped."""
-    child = subprocess.run(
-        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, check=True
-    )
+    child = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, check=True)
     return int(child.stdout)
 
 
@@ -141,9 +139,7 @@ def test_latest_still_works_when_one_run_json_is_unreadable(tmp_path: Path) -> N
     assert resolve_run(tmp_path, "latest").id == "20261130-050000-ffff"
 
 
-def test_a_path_to_a_run_directory_is_accepted_wherever_it_is(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_path_to_a_run_directory_is_accepted_wherever_it_is(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     elsewhere = make_run(tmp_path / "elsewhere", "my-run")
     empty_runs = tmp_path / "runs"
     assert resolve_run(empty_runs, str(elsewhere.dir)).dir == elsewhere.dir
@@ -230,9 +226,7 @@ def test_a_running_run_whose_coordinator_is_alive_is_running() -> None:
 
 def test_a_running_run_whose_coordinator_died_reads_interrupted() -> None:
     assert effective_status(info(status="running", pid=dead_pid())) == "interrupted"
-    assert (
-        effective_status(info(status="running", pid=dead_pid(), host=socket.gethostname())) == "interrupted"
-    )
+    assert effective_status(info(status="running", pid=dead_pid(), host=socket.gethostname())) == "interrupted"
 
 
 def test_a_running_run_without_a_pid_cannot_be_judged_and_stays_running() -> None:
@@ -261,3 +255,8 @@ def test_duration_of_a_run_still_going_counts_to_now() -> None:
 
 def test_duration_of_a_run_with_a_garbled_timestamp_is_unknown() -> None:
     assert duration_seconds(info(started_at="yesterday")) is None
+
+
+def test_duration_of_a_run_json_written_without_a_time_zone_reads_it_as_utc() -> None:
+    assert duration_seconds(info(started_at="2026-11-30T03:00:00", ended_at="2026-11-30T03:00:10Z")) == 10.0
+    assert duration_seconds(info(started_at="2026-11-30T03:00:00")) is not None
