@@ -5,6 +5,9 @@ Invariants:
 - A writer appends whole lines with a single ``write(2)`` on an ``O_APPEND`` descriptor, so a line is
   never interleaved with another and a crash leaves at most one torn last line. The page cache survives
   the writer being killed; ``fsync`` is optional (``durable=True``) because a lost machine is out of scope.
+- A writer that finds the file ending mid-line (an earlier writer died, or one of its own writes failed
+  part-way) starts its next line with a newline: the fragment becomes one corrupt line that readers skip,
+  and never swallows the complete line written after it.
 - A reader remembers the byte offset just past the last complete line it parsed. A torn last line is
   left for the next read; a corrupt line in the middle is skipped with a warning naming its line number,
   never raised.
@@ -45,18 +48,22 @@ class JsonlWriter:
         except OSError as e:
             raise StoreError(f"cannot open {path} for appending: {e.strerror}") from e
         self.lines = 0
+        self._torn = _ends_mid_line(path)
+        """The file ends in a line fragment, so the next line must start with a newline."""
 
     def append(self, record: BaseModel) -> None:
         self.append_bytes(dumps(record))
 
     def append_bytes(self, line: bytes) -> None:
+        """Append whole lines (each ending with a newline) as they are."""
         if self._fd is None:
             raise StoreError(f"{self.path} is closed")
-        view = memoryview(line)
+        view = memoryview(b"\n" + line if self._torn else line)
         try:
             while view:
                 written = os.write(self._fd, view)
                 view = view[written:]
+                self._torn = bool(view)  # part of the line is on disk: if the rest fails, a fragment is left
             if self._durable:
                 os.fsync(self._fd)
         except OSError as e:
@@ -73,6 +80,17 @@ class JsonlWriter:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _ends_mid_line(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            if f.seek(0, os.SEEK_END) == 0:
+                return False
+            f.seek(-1, os.SEEK_END)
+            return f.read(1) != b"\n"
+    except OSError:  # not readable or not seekable (a device): there is no tail to repair
+        return False
 
 
 def write_json_atomic(path: Path, record: BaseModel) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
 from pathlib import Path
 
 import orjson
@@ -52,6 +54,49 @@ def test_a_second_writer_appends_after_the_first(tmp_path: Path) -> None:
     with JsonlWriter(path) as writer:
         writer.append(note(2))
     assert read_all(path, Note) == ([note(1), note(2)], [])
+
+
+def test_a_writer_that_finds_a_torn_tail_does_not_lose_its_first_line(tmp_path: Path) -> None:
+    # An earlier writer died mid-line; without care the next line would be glued to its fragment.
+    path = tmp_path / "board.jsonl"
+    append_raw(path, dumps(note(1)) + dumps(note(2))[:25])
+    with JsonlWriter(path) as writer:
+        writer.append(note(3))
+        writer.append(note(4))
+    records, warnings = read_all(path, BOARD_ADAPTER)
+    assert records == [note(1), note(3), note(4)]
+    assert len(warnings) == 1 and ": line 2: " in warnings[0]
+
+
+def test_a_write_that_fails_part_way_does_not_swallow_the_next_line(tmp_path: Path) -> None:
+    # A file-size limit makes write(2) store part of a line and then fail, as a full disk does.
+    # Run in a child process so the limit cannot touch the test runner.
+    path = tmp_path / "board.jsonl"
+    first, second, third = dumps(note(1)), dumps(note(2)), dumps(note(3))
+    limit = len(first) + 20
+    script = f"""
+import resource, signal, sys
+from pathlib import Path
+from hive.errors import StoreError
+from hive.store import JsonlWriter
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+writer = JsonlWriter(Path({str(path)!r}))
+writer.append_bytes({first!r})
+resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, resource.RLIM_INFINITY))
+try:
+    writer.append_bytes({second!r})
+except StoreError as e:
+    print("StoreError:", e)
+resource.setrlimit(resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+writer.append_bytes({third!r})
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("StoreError: cannot append to")
+    assert first + second[:20] + b"\n" + third == path.read_bytes()  # the fragment, then a fresh line
+    records, warnings = read_all(path, BOARD_ADAPTER)
+    assert records == [note(1), note(3)]
+    assert len(warnings) == 1 and ": line 2: " in warnings[0]
 
 
 def test_incremental_reads_return_only_what_is_new(tmp_path: Path) -> None:
@@ -141,9 +186,7 @@ def test_line_numbers_in_warnings_count_across_incremental_reads(tmp_path: Path)
     ],
     ids=["broken", "string", "array", "invalid", "unknown-type", "non-utf8", "nul", "nan", "carriage-return"],
 )
-def test_every_kind_of_corrupt_line_is_skipped_and_later_lines_still_parse(
-    tmp_path: Path, bad: bytes
-) -> None:
+def test_every_kind_of_corrupt_line_is_skipped_and_later_lines_still_parse(tmp_path: Path, bad: bytes) -> None:
     path = tmp_path / "board.jsonl"
     append_raw(path, dumps(note(1)) + bad + b"\n" + dumps(note(3)) + b"{torn")
     records, warnings = read_all(path, BOARD_ADAPTER)

@@ -27,7 +27,7 @@ from hive.records import (
     Relation,
     Resolution,
 )
-from hive.store import JsonlReader, JsonlWriter, dumps
+from hive.store import JsonlReader, JsonlWriter, dumps, read_all
 
 PROPERTY_SETTINGS = settings(max_examples=100, deadline=None)
 AT = "2026-11-30T03:04:05.123Z"
@@ -120,6 +120,29 @@ def test_a_torn_tail_is_never_returned_until_its_newline_arrives(lines: list[Not
             reader.read_new()  # the completed tail is parsed now (here: as a damaged line)
     assert before == [line for line in lines if isinstance(line, Note)]
     assert reader.line_no == len(lines) + 1
+
+
+@PROPERTY_SETTINGS
+@given(
+    before=board_lines(),
+    fragment=st.binary(max_size=30).filter(lambda b: b"\n" not in b),
+    after=board_lines(),
+)
+def test_a_new_writer_after_a_crash_mid_line_loses_no_complete_line(
+    before: list[Note | bytes], fragment: bytes, after: list[Note | bytes]
+) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "board.jsonl"
+        with JsonlWriter(path) as crashed:
+            for line in before:
+                crashed.append_bytes(encode(line))
+            crashed.append_bytes(fragment)  # the writer died here, mid-line
+        with JsonlWriter(path) as restarted:
+            for line in after:
+                restarted.append_bytes(encode(line))
+        records, _ = read_all(path, BOARD_ADAPTER)
+    notes = [line for line in before + after if isinstance(line, Note)]
+    assert records == notes
 
 
 # --------------------------------------------------------------------------- board fold
