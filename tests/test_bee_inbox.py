@@ -70,6 +70,7 @@ def test_correction_merges_a_waiting_plain_copy_of_the_later_note() -> None:
     drained = inbox.drain()
     assert [(i.kind, i.note) for i in drained.items] == [("correction", "n-7")]
     assert drained.withheld == ()
+    assert drained.delivered == ["n-7"]
 
 
 def test_a_plain_copy_of_a_corrected_note_arriving_late_is_withheld() -> None:

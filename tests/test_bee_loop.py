@@ -88,9 +88,7 @@ def note(note_id: str, bee: str, text: str) -> InboxItem:
 class Bee:
     """One bee loop with its channel, toolbox and transcript."""
 
-    def __init__(
-        self, tmp_path: Path, model: Any, *, toolbox: RecordingToolbox | None = None, **brief: Any
-    ) -> None:
+    def __init__(self, tmp_path: Path, model: Any, *, toolbox: RecordingToolbox | None = None, **brief: Any) -> None:
         self.brief = BeeBrief.model_validate(
             {
                 "bee": "bee-1",
@@ -144,9 +142,7 @@ def last_user(messages: list[Message]) -> str:
 async def test_prose_becomes_utterances_tool_output_never_does(tmp_path: Path) -> None:
     model = ScriptedModel(
         [
-            tool_reply(
-                read("cache.py"), text="FOUND: cache.py:88 never clears the entry when the write fails."
-            ),
+            tool_reply(read("cache.py"), text="FOUND: cache.py:88 never clears the entry when the write fails."),
             tool_reply(read("ttl.py"), text="Checking the TTL next."),
             ModelResponse(text=FIRST_REPORT, usage=TokenUsage(10, 5, 0.002), model="test-model"),
         ]
@@ -183,9 +179,7 @@ async def test_the_tool_results_go_back_to_the_model_with_their_call_ids(tmp_pat
     ]
     assert [s.name for s in model.calls[0].tools] == ["read", "grep"]
     assert model.calls[0].messages[0].role == "system"
-    assert model.calls[0].messages[1] == Message(
-        "user", "Start investigating your angle now: invalidation paths"
-    )
+    assert model.calls[0].messages[1] == Message("user", "Start investigating your angle now: invalidation paths")
 
 
 # --------------------------------------------------------------------------- inbox
@@ -195,9 +189,7 @@ async def test_delivered_notes_are_injected_before_the_next_call_under_the_heade
     seen: list[list[Message]] = []
     channel_box: list[MemoryChannel] = []
 
-    async def fn(
-        messages: list[Message], tools: list[ToolSpec], settings: ModelSettings
-    ) -> ModelResponse | str:
+    async def fn(messages: list[Message], tools: list[ToolSpec], settings: ModelSettings) -> ModelResponse | str:
         seen.append(messages)
         if len(seen) == 1:
             channel_box[0].push(
@@ -232,9 +224,7 @@ async def test_a_correction_withholds_the_waiting_copy_and_is_worded_as_a_correc
     seen: list[list[Message]] = []
     channel_box: list[MemoryChannel] = []
 
-    async def fn(
-        messages: list[Message], tools: list[ToolSpec], settings: ModelSettings
-    ) -> ModelResponse | str:
+    async def fn(messages: list[Message], tools: list[ToolSpec], settings: ModelSettings) -> ModelResponse | str:
         seen.append(messages)
         if len(seen) == 1:
             channel = channel_box[0]
@@ -275,9 +265,7 @@ async def test_a_conflict_reaches_the_bee_in_its_own_wording(tmp_path: Path) -> 
     seen: list[list[Message]] = []
     channel_box: list[MemoryChannel] = []
 
-    async def fn(
-        messages: list[Message], tools: list[ToolSpec], settings: ModelSettings
-    ) -> ModelResponse | str:
+    async def fn(messages: list[Message], tools: list[ToolSpec], settings: ModelSettings) -> ModelResponse | str:
         seen.append(messages)
         if len(seen) == 1:
             conflict = InboxItem(
@@ -303,7 +291,7 @@ async def test_a_conflict_reaches_the_bee_in_its_own_wording(tmp_path: Path) -> 
         'but bee-2 says "the lock is never taken". '
         "If your angle can settle this, check it and say which holds."
     )
-    assert bee.sent(Received)[0].delivered == ["n-5", "n-3"]
+    assert bee.sent(Received)[0].delivered == ["n-5"]
 
 
 # --------------------------------------------------------------------------- last call
@@ -315,9 +303,7 @@ def _finishing_model(
     """A model that hands in a report while a note arrives, then answers the last call."""
     state: dict[str, Any] = {"calls": [], "channel": None}
 
-    async def fn(
-        messages: list[Message], tools: list[ToolSpec], settings: ModelSettings
-    ) -> ModelResponse | str:
+    async def fn(messages: list[Message], tools: list[ToolSpec], settings: ModelSettings) -> ModelResponse | str:
         state["calls"].append(messages)
         channel: MemoryChannel = state["channel"]
         if len(state["calls"]) == 1:
@@ -355,9 +341,7 @@ async def test_a_note_arriving_during_the_final_report_gets_one_last_call_no_cha
 
 
 async def test_a_corrected_report_replaces_the_first_and_there_is_no_third_turn(tmp_path: Path) -> None:
-    corrected = (
-        "## Found\n- prod.py:4 overrides the TTL to zero.\n## Ruled out\n- cache.py.\n## Open\n- none."
-    )
+    corrected = "## Found\n- prod.py:4 overrides the TTL to zero.\n## Ruled out\n- cache.py.\n## Open\n- none."
     model, (state,) = _finishing_model(corrected, more_notes_during_last_call=True)
     bee = Bee(tmp_path, model)
     state["channel"] = bee.channel
@@ -414,9 +398,7 @@ async def test_checkpoint_and_pending_notes_share_one_message(tmp_path: Path) ->
     seen: list[list[Message]] = []
     channel_box: list[MemoryChannel] = []
 
-    async def fn(
-        messages: list[Message], tools: list[ToolSpec], settings: ModelSettings
-    ) -> ModelResponse | str:
+    async def fn(messages: list[Message], tools: list[ToolSpec], settings: ModelSettings) -> ModelResponse | str:
         seen.append(messages)
         if len(seen) == 1:
             channel_box[0].push(Notes(items=[note("n-1", "bee-2", "FOUND: x")]))
@@ -455,16 +437,12 @@ async def test_wrap_up_closes_the_tools_and_asks_for_the_report(tmp_path: Path) 
     seen: list[list[Message]] = []
     channel_box: list[MemoryChannel] = []
 
-    async def fn(
-        messages: list[Message], tools: list[ToolSpec], settings: ModelSettings
-    ) -> ModelResponse | str:
+    async def fn(messages: list[Message], tools: list[ToolSpec], settings: ModelSettings) -> ModelResponse | str:
         seen.append(messages)
         if len(seen) == 1:
             channel_box[0].push(WrapUp(reason="the run deadline passed"))
             await channel_box[0].delivered()
-            return tool_reply(
-                read("a.py"), text="FOUND: cache.py:88 keeps the stale entry when write() raises."
-            )
+            return tool_reply(read("a.py"), text="FOUND: cache.py:88 keeps the stale entry when write() raises.")
         return "## Found\n- cache.py:88\n## Ruled out\n- none\n## Open\n- TTL"
 
     bee = Bee(tmp_path, FunctionModel(fn))
@@ -474,8 +452,7 @@ async def test_wrap_up_closes_the_tools_and_asks_for_the_report(tmp_path: Path) 
     assert bee.toolbox.calls == []
     tool_result = next(m for m in seen[1] if m.role == "tool")
     assert (
-        tool_result.content
-        == "Time is up: no more tool calls. (the run deadline passed.) Write your final report now."
+        tool_result.content == "Time is up: no more tool calls. (the run deadline passed.) Write your final report now."
     )
     assert seen[1][-1].content.startswith(
         "Time is up. (the run deadline passed.) Stop investigating now and do not call any more tools. "
@@ -554,9 +531,7 @@ async def test_token_budget_closes_the_tools(tmp_path: Path) -> None:
 
 async def test_a_bee_that_keeps_calling_tools_after_time_is_up_is_ended(tmp_path: Path) -> None:
     def fn(messages: list[Message], tools: list[ToolSpec], settings: ModelSettings) -> ModelResponse | str:
-        return tool_reply(
-            read(f"f{len(messages)}.py"), text="FOUND: still looking at more files, one by one."
-        )
+        return tool_reply(read(f"f{len(messages)}.py"), text="FOUND: still looking at more files, one by one.")
 
     bee = Bee(tmp_path, FunctionModel(fn), max_steps=1)
     report = await bee.run()
@@ -586,9 +561,7 @@ async def test_loop_guard_nudges_at_three_and_fails_at_four(tmp_path: Path) -> N
 
 async def test_malformed_tool_arguments_are_returned_as_a_tool_error(tmp_path: Path) -> None:
     bad = ModelResponse(
-        tool_calls=(
-            ToolCall(id="c1", name="read", arguments={}, error="Expecting ',' delimiter", raw='{"path": "a'),
-        ),
+        tool_calls=(ToolCall(id="c1", name="read", arguments={}, error="Expecting ',' delimiter", raw='{"path": "a'),),
     )
     model = ScriptedModel([bad, FIRST_REPORT])
     bee = Bee(tmp_path, model)
@@ -641,14 +614,10 @@ async def test_stop_ends_the_bee_at_once_with_what_it_has(tmp_path: Path) -> Non
     channel_box: list[MemoryChannel] = []
     calls: list[int] = []
 
-    async def fn(
-        messages: list[Message], tools: list[ToolSpec], settings: ModelSettings
-    ) -> ModelResponse | str:
+    async def fn(messages: list[Message], tools: list[ToolSpec], settings: ModelSettings) -> ModelResponse | str:
         calls.append(1)
         if len(calls) == 1:
-            return tool_reply(
-                read("a.py"), text="FOUND: cache.py:88 keeps the stale entry when write() raises."
-            )
+            return tool_reply(read("a.py"), text="FOUND: cache.py:88 keeps the stale entry when write() raises.")
         channel_box[0].push(Stop())
         await asyncio.sleep(3600)
         return FIRST_REPORT
@@ -664,9 +633,7 @@ async def test_stop_ends_the_bee_at_once_with_what_it_has(tmp_path: Path) -> Non
 async def test_the_coordinator_closing_the_channel_stops_the_bee(tmp_path: Path) -> None:
     channel_box: list[MemoryChannel] = []
 
-    async def fn(
-        messages: list[Message], tools: list[ToolSpec], settings: ModelSettings
-    ) -> ModelResponse | str:
+    async def fn(messages: list[Message], tools: list[ToolSpec], settings: ModelSettings) -> ModelResponse | str:
         channel_box[0].close()
         await asyncio.sleep(3600)
         return FIRST_REPORT
@@ -688,9 +655,7 @@ async def test_the_transcript_holds_everything_the_bee_saw_and_no_secret(
     channel_box: list[MemoryChannel] = []
     calls: list[int] = []
 
-    async def fn(
-        messages: list[Message], tools: list[ToolSpec], settings: ModelSettings
-    ) -> ModelResponse | str:
+    async def fn(messages: list[Message], tools: list[ToolSpec], settings: ModelSettings) -> ModelResponse | str:
         calls.append(1)
         if len(calls) == 1:
             channel_box[0].push(Notes(items=[note("n-1", "bee-2", "FOUND: ttl.py:12 sets 0")]))
@@ -725,7 +690,5 @@ async def test_the_transcript_holds_everything_the_bee_saw_and_no_secret(
     assert entries[0].role == "system" and entries[0].content.startswith("You investigate.")
     assert entries[4].tool == "read" and entries[4].args == {"path": ".env"}
     assert entries[5].content == "OPENAI_API_KEY=[redacted]\nDEBUG=1"
-    assert entries[7].content is not None and entries[7].content.startswith(
-        "Notes from the other investigators."
-    )
+    assert entries[7].content is not None and entries[7].content.startswith("Notes from the other investigators.")
     assert entries[-1].data == {"outcome": "reported", "reason": None}

@@ -4,10 +4,12 @@ Rules (they follow the prior art, §2.5 and §3.4 of the reference):
 
 - Items wait until the bee's next model call; then the whole inbox is emptied into one message.
 - A correction says an earlier note no longer holds. A plain copy of that earlier note still waiting is
-  dropped and reported as *withheld*; a plain copy of the later note is merged into the correction, which
+  dropped and reported as *withheld*; a plain copy of the later note is folded into the correction, which
   carries its words. A plain copy of a corrected note that arrives after its correction is withheld too.
-- A conflict carries both sides, so plain copies of either side still waiting are merged into it.
+- A conflict carries both sides, so plain copies of either side waiting with it are folded into it.
 - The same item delivered twice waits once.
+
+A folded plain copy counts as delivered: its words reach the bee inside the correction or conflict.
 """
 
 from __future__ import annotations
@@ -25,16 +27,13 @@ class Drained:
     """Items to inject, in arrival order."""
     withheld: tuple[str, ...]
     """Ids of stale plain notes that were dropped because a correction says they no longer hold."""
+    folded: tuple[str, ...] = ()
+    """Ids of plain notes whose words went in inside a correction or conflict instead of on their own line."""
 
     @property
     def delivered(self) -> list[str]:
-        """Ids of every note whose words go into the bee's context (both sides of a conflict)."""
-        ids: list[str] = []
-        for item in self.items:
-            for note in (item.note, item.replaces if item.kind == "conflict" else None):
-                if note is not None and note not in ids:
-                    ids.append(note)
-        return ids
+        """Ids of the notes put into the bee's context: each item's note, then the folded plain copies."""
+        return list(dict.fromkeys([*(item.note for item in self.items), *self.folded]))
 
 
 @dataclass
@@ -43,6 +42,7 @@ class Inbox:
 
     _waiting: list[InboxItem] = field(default_factory=list)
     _withheld: list[str] = field(default_factory=list)
+    _folded: list[str] = field(default_factory=list)
     _corrected: set[str] = field(default_factory=set)
     """Notes a correction has replaced, so a late plain copy of one is withheld too."""
 
@@ -58,38 +58,41 @@ class Inbox:
             return
         if item.kind == "note":
             if item.note in self._corrected:
-                self._withhold(item.note)
-            elif not any(item.note in _carried(other) for other in self._waiting if other.kind != "note"):
+                _append_once(self._withheld, item.note)
+            elif any(item.note in _carried(other) for other in self._waiting if other.kind != "note"):
+                _append_once(self._folded, item.note)
+            else:
                 self._waiting.append(item)
             return
         if item.kind == "correction" and item.replaces is not None:
             self._corrected.add(item.replaces)
-            stale = [w for w in self._waiting if w.kind == "note" and w.note == item.replaces]
-            for w in stale:
-                self._waiting.remove(w)
-                self._withhold(w.note)
         carried = _carried(item)
-        self._waiting = [w for w in self._waiting if not (w.kind == "note" and w.note in carried)]
-        self._waiting.append(item)
-
-    def _withhold(self, note: str) -> None:
-        if note not in self._withheld:
-            self._withheld.append(note)
+        kept: list[InboxItem] = []
+        for waiting in self._waiting:
+            if waiting.kind != "note" or waiting.note not in carried:
+                kept.append(waiting)
+            elif item.kind == "correction" and waiting.note == item.replaces:
+                _append_once(self._withheld, waiting.note)
+            else:
+                _append_once(self._folded, waiting.note)
+        self._waiting = [*kept, item]
 
     def drain(self) -> Drained:
-        """Empty the inbox: everything waiting, and the ids withheld since the last drain."""
-        drained = Drained(items=tuple(self._waiting), withheld=tuple(self._withheld))
+        """Empty the inbox: everything waiting, and the ids withheld or folded since the last drain."""
+        drained = Drained(items=tuple(self._waiting), withheld=tuple(self._withheld), folded=tuple(self._folded))
         self._waiting.clear()
         self._withheld.clear()
+        self._folded.clear()
         return drained
-
-    @property
-    def has_withheld(self) -> bool:
-        return bool(self._withheld)
 
 
 def _carried(item: InboxItem) -> set[str]:
-    """The notes whose words this item carries."""
-    if item.kind == "conflict" and item.replaces is not None:
+    """The notes whose words this item carries (a correction also names the note it replaces)."""
+    if item.replaces is not None and item.kind in ("conflict", "correction"):
         return {item.note, item.replaces}
     return {item.note}
+
+
+def _append_once(ids: list[str], note: str) -> None:
+    if note not in ids:
+        ids.append(note)
