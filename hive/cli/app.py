@@ -28,6 +28,7 @@ _COMMAND_MODULES = (
     "hive.cli.runs",
     "hive.cli.judge",
     "hive.cli.start",
+    "hive.cli.observe",
 )
 
 _state = {"debug": False}
