@@ -637,7 +637,7 @@ def _bee_lines(report: AuditReport) -> list[str]:
     t = report.totals
     tokens = f"Tokens: bees {_tokens(t.bee_tokens)}, judge {_tokens(t.judge_tokens)}"
     totals = f"{tokens}; cost {_cost(t.cost_usd)}"
-    return ["Bees", *_table(rows, indent=2), totals]
+    return ["Bees", *_table(rows, indent=2, left=(0, 1, 2, 9)), totals]
 
 
 def _near_lines(near: Sequence[NearDecision], width: int) -> list[str]:
@@ -674,12 +674,14 @@ def _label_lines(labels: LabelReport) -> list[str]:
     return lines
 
 
-def _table(rows: Sequence[Sequence[str]], *, indent: int = 0) -> list[str]:
+def _table(rows: Sequence[Sequence[str]], *, indent: int = 0, left: Iterable[int] = (0,)) -> list[str]:
+    """Rows as aligned columns: text columns (``left``) flush left, numbers flush right."""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    flush_left = set(left)
     lines = []
     for row in rows:
-        numbers = [cell.rjust(w) for cell, w in zip(row[1:], widths[1:], strict=True)]
-        cells = [row[0].ljust(widths[0]), *numbers]
+        cells = [cell.ljust(w) if i in flush_left else cell.rjust(w)
+                 for i, (cell, w) in enumerate(zip(row, widths, strict=True))]
         lines.append(" " * indent + "  ".join(cells).rstrip())
     return lines
 
