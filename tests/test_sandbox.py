@@ -308,7 +308,25 @@ async def test_aclose_kills_running_commands(repo: Path) -> None:
         await asyncio.sleep(0.02)
     await tool.aclose()
     result = await task
-    assert "killed by signal 9" in result.text
+    assert not result.ok
+    assert result.text.endswith("[stopped: the tools were closed; the command and its children were killed]")
+    assert await _until_gone(name) == []
+    after = await tool.run({"command": "true"})
+    assert not after.ok and after.text == "bash: the tools are closed"
+
+
+@pytest.mark.parametrize("ticks", [0, 1, 2, 5, 20])
+async def test_aclose_while_a_command_is_starting_leaves_nothing_behind(repo: Path, ticks: int) -> None:
+    tool = BashTool(repo, timeout=60)
+    await tool.run({"command": "true"})  # the one-time sandbox probe, out of the way
+    name = _marker()
+    task = asyncio.create_task(tool.run({"command": f"bash -c 'sleep 300' {name}"}))
+    for _ in range(ticks):
+        await asyncio.sleep(0)
+    await tool.aclose()
+    result = await task
+    assert not result.ok
+    assert "tools are closed" in result.text or "[stopped: the tools were closed" in result.text
     assert await _until_gone(name) == []
 
 

@@ -32,7 +32,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from hive.providers.base import ToolSpec
 from hive.tools.base import ToolResult
@@ -218,8 +218,9 @@ class HeadTail:
 @dataclass(frozen=True)
 class Outcome:
     exit_code: int | None
-    """None when the time limit killed the command."""
+    """None when the command was killed by the time limit or by a stop request."""
     output: str
+    ended: Literal["exited", "timed_out", "stopped"] = "exited"
 
 
 def _kill_group(proc: asyncio.subprocess.Process) -> None:
@@ -279,13 +280,14 @@ async def run_capped(
     env: Mapping[str, str],
     limit: float,
     cap: int,
-    live: set[Running] | None = None,
+    stop: asyncio.Event | None = None,
     info_pipe: tuple[int, int] | None = None,
 ) -> Outcome:
     """Run ``argv`` with stdout and stderr merged and capped; kill everything it started when it ends, when
     ``limit`` seconds pass, or when the caller is cancelled. The process is always reaped.
 
-    ``info_pipe`` is the (read, write) pair whose write end ``argv`` passes to ``bwrap --info-fd``.
+    ``stop``, once set, ends the command early (the tools are closing). ``info_pipe`` is the (read, write)
+    pair whose write end ``argv`` passes to ``bwrap --info-fd``.
     """
     spawn = asyncio.ensure_future(
         asyncio.create_subprocess_exec(
@@ -319,30 +321,43 @@ async def run_capped(
     running = Running(proc, asyncio.create_task(_sandbox_init(info_pipe[0])) if info_pipe else None)
     capture = HeadTail(cap)
     reader = asyncio.create_task(capture.drain(proc.stdout))
-    timed_out = False
-    if live is not None:
-        live.add(running)
+    ended: Literal["exited", "timed_out", "stopped"] = "exited"
     try:
         if cancelled:
             raise asyncio.CancelledError
         try:
             async with asyncio.timeout(limit):
-                await proc.wait()
+                if await _stopped_first(proc, stop):
+                    ended = "stopped"
         except TimeoutError:
-            timed_out = True
+            ended = "timed_out"
     finally:
         # Also after a normal exit: background children (`cmd &`) must not outlive the call.
         await running.stop()
         await proc.wait()
         await running.release()
-        if live is not None:
-            live.discard(running)
         # Output still in the pipe is read; a process that escaped the group cannot hold us here.
         _, pending = await asyncio.wait({reader}, timeout=DRAIN_SECONDS)
         for task in pending:
             task.cancel()
         await asyncio.gather(reader, return_exceptions=True)
-    return Outcome(None if timed_out else proc.returncode, capture.text())
+    return Outcome(proc.returncode if ended == "exited" else None, capture.text(), ended)
+
+
+async def _stopped_first(proc: asyncio.subprocess.Process, stop: asyncio.Event | None) -> bool:
+    """Wait for the process to exit or for ``stop``; True if the stop came first."""
+    if stop is None:
+        await proc.wait()
+        return False
+    exited = asyncio.ensure_future(proc.wait())
+    stopping = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait({exited, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiter in (exited, stopping):
+            waiter.cancel()
+        await asyncio.gather(exited, stopping, return_exceptions=True)
+    return not exited.done() or exited.cancelled()
 
 
 # --------------------------------------------------------------------------- the tool
@@ -392,7 +407,7 @@ class BashTool:
         self.shell = shutil.which("bash", path=SAFE_PATH) or "/bin/sh"
         self._sandbox_problem: str | None = None
         self._probed = False
-        self._live: set[Running] = set()
+        self._closing = asyncio.Event()
 
     async def run(self, args: dict[str, Any]) -> ToolResult:
         try:
@@ -400,6 +415,8 @@ class BashTool:
             command: str = checked["command"]
             if not command.strip():
                 raise ToolError("bash: the command is empty", activity="bash: empty command")
+            if self._closing.is_set():
+                raise ToolError("bash: the tools are closed", activity=f"ran `{preview(command)}`: refused (closed)")
             timeout = min(float(checked["timeout"] or self.timeout), MAX_TIMEOUT)
             sandboxed = await self._sandbox_usable(command)
         except ToolError as e:
@@ -408,7 +425,9 @@ class BashTool:
         if sandboxed:
             outcome = await self._in_sandbox(argv, limit=timeout, cap=self.cap)
         else:
-            outcome = await run_capped(argv, cwd=self.repo, env=self.env, limit=timeout, cap=self.cap, live=self._live)
+            outcome = await run_capped(
+                argv, cwd=self.repo, env=self.env, limit=timeout, cap=self.cap, stop=self._closing
+            )
         return self._result(command, outcome, timeout, sandboxed)
 
     async def _sandbox_usable(self, command: str) -> bool:
@@ -446,7 +465,7 @@ class BashTool:
             info_fd=info_pipe[1],
         )
         return await run_capped(
-            sandboxed, cwd=self.repo, env=self.env, limit=limit, cap=cap, live=self._live, info_pipe=info_pipe
+            sandboxed, cwd=self.repo, env=self.env, limit=limit, cap=cap, stop=self._closing, info_pipe=info_pipe
         )
 
     def _result(self, command: str, outcome: Outcome, timeout: float, sandboxed: bool) -> ToolResult:
@@ -458,6 +477,12 @@ class BashTool:
             body = (
                 "[unsandboxed: bubblewrap is not available and --unsafe-bash is set; the command ran with a "
                 "clean environment and a time limit only]\n" + body
+            )
+        if outcome.ended == "stopped":
+            return ToolResult(
+                text=f"{body}[stopped: the tools were closed; the command and its children were killed]",
+                ok=False,
+                activity=f"{label}: stopped",
             )
         if outcome.exit_code is None:
             return ToolResult(
@@ -471,5 +496,5 @@ class BashTool:
         return ToolResult(text=f"{body}[exit code {code}]", activity=f"{label}: exit {code}")
 
     async def aclose(self) -> None:
-        """Kill any command still running (the bee's tools are closing)."""
-        await asyncio.gather(*(running.stop() for running in list(self._live)))
+        """Stop every running command, even one still starting, and refuse new ones (the tools are closing)."""
+        self._closing.set()
