@@ -15,6 +15,7 @@ Invariants:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from collections.abc import Callable, Iterator
@@ -101,7 +102,9 @@ def write_json_atomic(path: Path, record: BaseModel) -> None:
         tmp.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2))
         os.replace(tmp, path)
     except OSError as e:
-        tmp.unlink(missing_ok=True)
+        # The cleanup can fail for the same reason (a read-only file system): the write's error is the news.
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
         raise StoreError(f"cannot write {path}: {e.strerror}") from e
 
 

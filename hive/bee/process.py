@@ -57,7 +57,8 @@ async def serve(brief: BeeBrief, channel: Channel) -> int:
             from hive.roles import load_role
             from hive.tools.registry import Toolbox
 
-            role = load_role(brief.role)  # user roles resolve from the cwd the coordinator gave us
+            # Where the coordinator resolved it: <repo>/.hive/roles first, whatever directory we run in.
+            role = load_role(brief.role, cwd=Path(brief.repo))
             model = infer_model(brief.model or role.model or "", agent=brief.bee)
             toolbox = Toolbox(Path(brief.repo), role.tools, unsafe_bash=brief.unsafe_bash)
         except HiveError as e:

@@ -40,6 +40,9 @@ def start_command(
     delivery_cap: int = typer.Option(10, "--delivery-cap", help="Plain notes delivered per bee."),
     max_steps: int | None = typer.Option(None, "--max-steps", help="Model calls per bee (default: the role's, or 40)."),
     grace: float = typer.Option(90.0, "--grace", help="Seconds a bee gets to report after a wrap-up."),
+    stall_timeout: float = typer.Option(
+        300.0, "--stall-timeout", help="Seconds a bee may stay silent before it is asked to wrap up (watchdog)."
+    ),
     runs_dir: Path | None = RunsDirOption,
     unsafe_bash: bool = typer.Option(False, "--unsafe-bash", help="Run bash without the bubblewrap sandbox."),
     as_json: bool = typer.Option(False, "--json", help="Print the final summary as JSON."),
@@ -61,7 +64,7 @@ def start_command(
     repo_path = check_repo(repo)
     runs = check_runs(runs_dir_from(runs_dir))
     for name, value in (("--time-limit", time_limit), ("--deadline", deadline), ("--grace", grace),
-                        ("--dispute-timeout", dispute_timeout)):
+                        ("--dispute-timeout", dispute_timeout), ("--stall-timeout", stall_timeout)):
         check_positive(name, value)
     if max_verifiers < 0 or delivery_cap < 0:
         raise UsageError("--max-verifiers and --delivery-cap must not be negative")
@@ -77,7 +80,8 @@ def start_command(
         problem=text, repo=repo_path, model=model, bees=n, angles=angles, judge=tuple(tier_specs),
         gate_modes=modes, role=role, time_limit=time_limit or investigator.time_limit or 600.0, deadline=deadline,
         dispute_timeout=dispute_timeout, max_verifiers=max_verifiers, runs_dir=runs, unsafe_bash=unsafe_bash,
-        delivery_cap=delivery_cap, grace=grace, max_steps=max_steps or investigator.max_steps,
+        delivery_cap=delivery_cap, grace=grace, stall_timeout=stall_timeout,
+        max_steps=max_steps or investigator.max_steps,
     )
     return run_hive(opts, as_json=as_json, mode=_view_mode(plain, quiet))
 

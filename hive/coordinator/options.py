@@ -36,8 +36,18 @@ class StartOptions:
     max_steps: int | None = None
 
 
+def check_text(what: str, text: str) -> str:
+    """Refuse text that cannot be written as UTF-8: bytes that were not UTF-8 on the command line arrive as
+    lone surrogates, which no record file can hold."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError(f"{what} is not valid UTF-8 text") from None
+    return text
+
+
 def check_problem(problem: str) -> str:
-    text = problem.strip()
+    text = check_text("the problem", problem).strip()
     if not text:
         raise UsageError("the problem is empty: say what the bees should investigate")
     if len(text) > MAX_PROBLEM_CHARS:
@@ -54,10 +64,13 @@ def check_bee_count(bees: int | None, angles: tuple[str, ...]) -> int:
         raise UsageError(f"--bees {bees} does not match the {len(angles)} --angle options given")
     if any(not a.strip() for a in angles):
         raise UsageError("an --angle is empty")
+    for angle in angles:
+        check_text("an --angle", angle)
     return bees
 
 
 def check_repo(repo: Path) -> Path:
+    check_text("the repository path", str(repo.absolute()))
     if not repo.exists():
         raise UsageError(f"repository {str(repo)!r} does not exist")
     if not repo.is_dir():
@@ -69,6 +82,7 @@ def check_repo(repo: Path) -> Path:
 
 def check_runs_dir(runs_dir: Path) -> Path:
     """The runs directory must be creatable and writable; nothing is created here."""
+    check_text("the runs directory path", str(runs_dir.absolute()))
     probe = runs_dir
     while not probe.exists():
         if probe.parent == probe:

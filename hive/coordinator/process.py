@@ -4,6 +4,9 @@ A bee is started in its own process group with a parent-death signal (``PR_SET_P
 coordinator killed with SIGKILL leaves no bee behind: the kernel sends the bee SIGKILL when we die.
 Its stdout is read in bounded chunks, so a bee flooding garbage or one 50 MB line cannot exhaust memory:
 over-long lines and lines that are not protocol messages are dropped and counted.
+
+``HIVE_BEE_COMMAND`` (for tests and debugging only) replaces the bee's command, ``python -m hive.bee``; it
+is split like a shell command line and gets ``--brief <path>`` appended.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import contextlib
 import ctypes
 import logging
 import os
+import shlex
 import signal
 import sys
 from collections.abc import AsyncIterator
@@ -27,7 +31,14 @@ from hive.store import dumps
 log = logging.getLogger("hive.coordinator")
 
 MAX_LINE_BYTES = 1 << 20
+BEE_COMMAND_VAR = "HIVE_BEE_COMMAND"
 _PR_SET_PDEATHSIG = 1
+
+
+def bee_command(env: dict[str, str]) -> list[str]:
+    """The command that starts a bee: ``HIVE_BEE_COMMAND`` if set (tests, debugging), else ``python -m hive.bee``."""
+    override = env.get(BEE_COMMAND_VAR, "").strip()
+    return shlex.split(override) if override else [sys.executable, "-m", "hive.bee"]
 
 
 def _die_with_parent() -> None:  # runs in the child between fork and exec
@@ -53,7 +64,7 @@ class BeeProcess:
         stderr = os.open(stderr_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "hive.bee", "--brief", str(brief_path),
+                *bee_command(env), "--brief", str(brief_path),
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=stderr,

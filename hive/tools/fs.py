@@ -486,7 +486,7 @@ class GrepTool:
                 for number, (raw, cut) in enumerate(iter_lines(stream, LONG_LINE * 4), start=1):
                     text = decode(raw)
                     if regex.search(text):
-                        collected.add(f"{shown}:{number}:{_long_line(text, cut)}".encode())
+                        collected.add(f"{shown}:{number}:{_long_line(text, cut)}".encode("utf-8", "surrogateescape"))
         except OSError:
             return
 
@@ -614,7 +614,7 @@ class FindTool:
         if not matches:
             return ToolResult(text=f"no files match {pattern!r}", activity=activity)
         listing = "\n".join(matches[: self.max_entries])
-        text = cap_output(listing.encode(), self.cap)
+        text = cap_output(listing.encode("utf-8", "surrogateescape"), self.cap)
         if len(matches) > self.max_entries:
             text += f"\n[showing the first {self.max_entries} of {len(matches)} matches]"
         if stopped:
@@ -685,7 +685,7 @@ class LsTool:
         lines = [self._entry(entry) for entry in entries[: self.max_entries]]
         if not lines:
             return ToolResult(text=f"{label} is empty", activity=f"listed {label}")
-        text = cap_output("\n".join(lines).encode(), self.cap)
+        text = cap_output("\n".join(lines).encode("utf-8", "surrogateescape"), self.cap)
         if len(entries) > self.max_entries:
             text += f"\n[showing the first {self.max_entries} of {len(entries)} entries]"
         return ToolResult(text=text, activity=f"listed {label}")
