@@ -372,3 +372,10 @@ def test_ctrl_c_exits_cleanly(tmp_path: Path) -> None:
     finally:
         writer.close()
         follower.kill()
+
+
+def test_no_follow_prints_a_running_run_and_returns(runs: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_run(runs, status="running", pid=os.getpid())  # alive: this very process
+    lines = tail(capsys, RUN_ID, "--no-follow")
+    assert lines[0].startswith("03:00:01 bee-1 finding 0.95 n-1")
+    assert not any(line.startswith("--") for line in lines)
