@@ -20,7 +20,7 @@ from observe_runs import RUN_ID, board_records, write_run
 from hive.board import BoardState
 from hive.cli import main
 from hive.observe.reading import printable
-from hive.observe.tail import TailFilter, TailPrinter, merge_in_time
+from hive.observe.tail import TailFilter, TailPrinter, merge_in_time, tail_target
 from hive.records import Delivery, GateDecision, Note
 
 TIMEOUT = 30.0
@@ -119,6 +119,15 @@ def test_a_directory_that_is_not_a_run_is_refused(tmp_path: Path, capsys: pytest
     (tmp_path / "something-else" / "notes.txt").write_text("hello")
     assert main(["tail", str(tmp_path / "something-else")]) == 2
     assert "not a run directory" in capsys.readouterr().err
+
+
+def test_a_run_directory_not_written_yet_is_a_target(tmp_path: Path) -> None:
+    run_dir = tmp_path / "20261130-030000-new"
+    run_dir.mkdir()
+    assert tail_target(tmp_path, str(run_dir)).dir == run_dir
+    (run_dir / ".run.json.4242.tmp").write_text("{")  # the coordinator mid-way through writing run.json
+    (run_dir / "bees").mkdir()
+    assert tail_target(tmp_path, str(run_dir)).dir == run_dir
 
 
 def test_stream_prints_each_record_as_it_lands() -> None:

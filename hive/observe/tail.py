@@ -210,8 +210,8 @@ def tail_target(runs_dir: Path, ref: str | None) -> RunPaths:
     if ref:
         candidate = Path(ref)
         if candidate.is_dir() and not (candidate / "run.json").exists():
-            try:
-                entries = {p.name for p in candidate.iterdir()}
+            try:  # hidden names: run.json being written atomically, through a temporary sibling
+                entries = {p.name for p in candidate.iterdir() if not p.name.startswith(".")}
             except OSError as e:
                 raise UsageError(f"cannot read {ref}: {e.strerror}") from e
             if entries <= _WATCHED | {"bees", "answer.md"}:
