@@ -17,14 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from hive.gates import CROSS_BEE_SUPERSEDES_AT
+from hive.judge.policy import NO_AT, PICK_AT, YES_AT
 from hive.records import BoardRecord, Delivery, Dispute, GateDecision, Note, Relation, Resolution, Verifier
-
-# The judge policy's bars (hive.judge.policy, hive.gates), mirrored so that reading a run never loads the
-# judge. They are the bars the decisions of this version were made against.
-YES_AT = 0.8
-NO_AT = 0.2
-PICK_AT = 0.6
-CROSS_BEE_SUPERSEDES_AT = 0.9
 
 NEGATIVE_OUTCOMES: frozenset[str] = frozenset({"withhold", "withheld", "duplicate", "skip", "capped", "none"})
 UNSURE_REASONS: frozenset[str] = frozenset({"unsure", "abstain"})
