@@ -142,6 +142,25 @@ async def test_other_host_directories_are_read_only(bash: BashTool) -> None:
     assert not _exists(f"/var/tmp/{name}") and not _exists(f"/etc/{name}")
 
 
+async def test_home_directories_are_hidden(tmp_path: Path, repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "home"
+    (home / ".aws").mkdir(parents=True)
+    (home / ".aws" / "credentials").write_text("aws_secret_access_key = very-secret\n")
+    monkeypatch.setenv("HOME", str(home))
+    tool = BashTool(repo)
+    try:
+        result = await tool.run({"command": f"cat {home}/.aws/credentials; cat data.txt; ls -A /root"})
+    finally:
+        await tool.aclose()
+    assert "very-secret" not in result.text
+    assert "No such file or directory" in result.text
+    assert "\noriginal\n" in result.text  # the repository, under the hidden /tmp, is bound again
+    # /root shows nothing but the way to a Python installation the sandbox needs (a pyenv one, say).
+    in_root = result.text.split("original\n", 1)[1].splitlines()[:-1]
+    needed = {path.relative_to("/root").parts[0] for path in tool.keep if path.is_relative_to("/root")}
+    assert set(in_root) == needed
+
+
 # --------------------------------------------------------------------------- privileges
 
 

@@ -4,8 +4,9 @@ The sandbox (see :func:`bwrap_argv`):
 
 - the host filesystem bound read-only at ``/`` (the repository and the Python installation included, so
   ``python -c`` and the project's tests run), a fresh ``/dev`` and ``/proc``, and a private, writable tmpfs
-  at ``/tmp`` that vanishes with the call; paths the command needs that live under the host's ``/tmp``
-  (a repository checked out there, say) are bound again, read-only, on top of it;
+  at ``/tmp`` that vanishes with the call; the home directories (``/root``, ``/home``, ``$HOME``), where
+  credentials live, are replaced by empty tmpfs; paths the command needs that live under a hidden directory
+  (a repository checked out in ``/tmp`` or in a home directory, a pyenv Python) are bound again, read-only;
 - every namespace unshared (``--unshare-all``): no network but a private loopback, its own PID namespace,
   so no process outlives the call; ``--die-with-parent`` and ``--new-session``; all capabilities dropped,
   and bubblewrap always sets ``no_new_privs``, so a setuid binary gains nothing;
@@ -124,20 +125,34 @@ def sandbox_env(extra: Mapping[str, str] | None = None, *, path_prefix: Sequence
     return env
 
 
-def paths_to_keep(repo: Path) -> list[Path]:
-    """Host paths the command needs that the sandbox's fresh ``/tmp`` would hide: the repository and the
-    running Python (its venv and installation) when they live under the host's ``/tmp``."""
-    candidates = [
-        repo,
-        Path(sys.prefix),
-        Path(sys.base_prefix),
-        Path(os.path.realpath(sys.executable)).parent,
-    ]
-    keep: list[Path] = []
+def hidden_dirs() -> list[Path]:
+    """Host directories the sandbox replaces with empty tmpfs: ``/tmp`` (the command's private scratch space)
+    and the home directories, where credentials live (``~/.ssh``, ``~/.aws``, ``~/.netrc``, ``~/.config``)."""
+    candidates = [SANDBOX_TMP, Path("/home"), Path("/root")]
+    with contextlib.suppress(RuntimeError, KeyError):
+        candidates.append(Path.home())
+    hidden: list[Path] = []
     for path in candidates:
         real = path.resolve()
-        if real.is_relative_to(SANDBOX_TMP) and real != SANDBOX_TMP and real not in keep:
-            keep.append(real)
+        if real.is_dir() and real != Path("/") and real not in hidden:
+            hidden.append(real)
+    return hidden
+
+
+def paths_to_keep(repo: Path, hidden: Sequence[Path]) -> list[Path]:
+    """Host paths the command needs that :func:`hidden_dirs` would hide, to bind again (read-only): the
+    repository, the Python running hive (its venv and installation), and the installation behind the
+    repository's own ``.venv`` (a pyenv or uv Python under the home directory, say)."""
+    candidates = [repo, Path(sys.prefix), Path(sys.base_prefix)]
+    for python in (Path(sys.executable), repo / ".venv" / "bin" / "python"):
+        if python.exists():
+            candidates.append(Path(os.path.realpath(python)).parent.parent)
+    keep: list[Path] = []
+    for path in sorted((candidate.resolve() for candidate in candidates), key=lambda p: len(p.parts)):
+        if any(path.is_relative_to(kept) for kept in keep):
+            continue
+        if any(path.is_relative_to(directory) for directory in hidden):
+            keep.append(path)
     return keep
 
 
@@ -146,6 +161,7 @@ def bwrap_argv(
     repo: Path,
     argv: Sequence[str],
     *,
+    hide: Sequence[Path] = (SANDBOX_TMP,),
     keep: Sequence[Path] = (),
     drop_caps: bool = True,
     info_fd: int | None = None,
@@ -154,7 +170,9 @@ def bwrap_argv(
 
     With ``info_fd``, bwrap writes the host pid of the sandbox's init there as soon as it exists.
     """
-    mounts = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", str(SANDBOX_TMP)]
+    mounts = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    for path in hide:
+        mounts += ["--tmpfs", str(path)]
     for path in keep:
         mounts += ["--ro-bind", str(path), str(path)]
     # As root, bwrap keeps root's capabilities inside unless told otherwise; unprivileged, it has none to drop
@@ -408,6 +426,8 @@ class BashTool:
         self._sandbox_problem: str | None = None
         self._probed = False
         self._closing = asyncio.Event()
+        self.hidden = hidden_dirs()
+        self.keep = paths_to_keep(self.repo, self.hidden)
 
     async def run(self, args: dict[str, Any]) -> ToolResult:
         try:
@@ -460,7 +480,8 @@ class BashTool:
             self.bwrap or "bwrap",
             self.repo,
             argv,
-            keep=paths_to_keep(self.repo),
+            hide=self.hidden,
+            keep=self.keep,
             drop_caps=os.geteuid() == 0,
             info_fd=info_pipe[1],
         )
