@@ -159,8 +159,8 @@ def notes_message(items: tuple[InboxItem, ...] | list[InboxItem], me: str) -> st
 
 
 def last_call(items: tuple[InboxItem, ...] | list[InboxItem], me: str) -> str:
-    lines = "\n".join(note_line(item, me) for item in items)
-    return f"{LAST_CALL_INTRO}\n{lines}\n\n{LAST_CALL_OUTRO}"
+    # Under the same header as any notes message: other bees' words never reach a bee without it.
+    return f"{LAST_CALL_INTRO}\n{notes_message(items, me)}\n\n{LAST_CALL_OUTRO}"
 
 
 def is_no_change(reply: str) -> bool:
