@@ -381,3 +381,30 @@ def test_glob_matching(pattern: str, path: str, matches: bool) -> None:
 
 def _tool(name: str, root: RepoRoot) -> ReadTool | GrepTool | FindTool | LsTool:
     return {"read": ReadTool, "grep": GrepTool, "find": FindTool, "ls": LsTool}[name](root)
+
+
+@pytest.mark.parametrize("rg_path", BACKENDS)
+async def test_symlink_loops_are_reported_not_crashed_on(root: RepoRoot, repo: Path, rg_path: str | None) -> None:
+    (repo / "loop_a").symlink_to(repo / "loop_b")
+    (repo / "loop_b").symlink_to(repo / "loop_a")
+    read = await ReadTool(root).run({"path": "loop_a/x"})
+    assert not read.ok
+    assert read.text == "read: cannot resolve loop_a/x: a symlink loop or an invalid path"
+    assert read.activity == "read loop_a/x: failed (symlink loop)"
+    listing = await LsTool(root).run({})
+    assert "loop_a -> " in listing.text and "(a symlink loop; not followed)" in listing.text
+    grep = await GrepTool(root, rg_path=rg_path).run({"pattern": "import os"})
+    assert grep.text == "src/pkg/core.py:1:import os"
+
+
+@pytest.mark.parametrize("rg_path", BACKENDS)
+async def test_grep_in_a_tree_with_nothing_searchable(tmp_path: Path, rg_path: str | None) -> None:
+    (tmp_path / "only_link").symlink_to(tmp_path / "nowhere")
+    result = await GrepTool(RepoRoot(tmp_path), rg_path=rg_path).run({"pattern": "x"})
+    assert result.ok and result.text == "no matches"
+
+
+async def test_a_very_long_path_is_clipped_in_messages(root: RepoRoot) -> None:
+    result = await ReadTool(root).run({"path": "x" * 5000})
+    assert not result.ok
+    assert len(result.text) < 300 and len(result.activity) < 100

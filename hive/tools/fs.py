@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Literal
 
 from hive.providers.base import ToolSpec
 from hive.tools.base import ToolResult
@@ -95,20 +95,27 @@ class RepoRoot:
                     break
             else:
                 raise ToolError(
-                    f"{tool}: refused: {text} is outside the repository ({self.path}); "
+                    f"{tool}: refused: {preview(text, 200)} is outside the repository ({self.path}); "
                     "use a path relative to the repository root",
                     activity=f"{tool} {preview(text)}: refused (outside the repository)",
                 )
         lexical = Path(os.path.normpath(self.path / candidate))
         if not _within(lexical, self.path):
             raise ToolError(
-                f"{tool}: refused: {text} leaves the repository root through '..'",
+                f"{tool}: refused: {preview(text, 200)} leaves the repository root through '..'",
                 activity=f"{tool} {preview(text)}: refused (outside the repository)",
             )
-        resolved = lexical.resolve()
+        try:
+            resolved = lexical.resolve()
+        except (RuntimeError, OSError):  # a symlink loop (RuntimeError before Python 3.13)
+            raise ToolError(
+                f"{tool}: cannot resolve {preview(text, 200)}: a symlink loop or an invalid path",
+                activity=f"{tool} {preview(text)}: failed (symlink loop)",
+            ) from None
         if not _within(resolved, self.path):
             raise ToolError(
-                f"{tool}: refused: {text} is a symlink (or lies under one) resolving outside the repository",
+                f"{tool}: refused: {preview(text, 200)} is a symlink (or lies under one) "
+                "resolving outside the repository",
                 activity=f"{tool} {preview(text)}: refused (symlink out of the repository)",
             )
         return resolved
@@ -117,25 +124,29 @@ class RepoRoot:
         """``path`` relative to the root, with ``/`` separators; ``.`` for the root itself."""
         return path.relative_to(self.path).as_posix() if path != self.path else "."
 
-    def inside(self, path: Path) -> bool:
-        """Whether ``path`` (a symlink found while walking, say) resolves inside the root."""
-        return _within(path.resolve(), self.path)
+    def link_target(self, path: Path) -> Literal["inside", "outside", "loop"]:
+        """Where a symlink found while listing leads: inside the root, outside it, or round in a loop."""
+        try:
+            return "inside" if _within(path.resolve(), self.path) else "outside"
+        except (RuntimeError, OSError):
+            return "loop"
 
 
 def _within(path: Path, root: Path) -> bool:
     return path == root or path.is_relative_to(root)
 
 
-def _stat_or_refuse(path: Path, shown: str, tool: str) -> os.stat_result:
+def _stat_or_refuse(path: Path, raw: str, tool: str) -> os.stat_result:
+    shown = preview(raw, 200)
     try:
         return path.stat()
     except FileNotFoundError:
         raise ToolError(
-            f"{tool}: no such file or directory: {shown}", activity=f"{tool} {shown}: not found"
+            f"{tool}: no such file or directory: {shown}", activity=f"{tool} {preview(raw)}: not found"
         ) from None
     except OSError as e:
         raise ToolError(
-            f"{tool}: cannot open {shown}: {e.strerror}", activity=f"{tool} {shown}: failed"
+            f"{tool}: cannot open {shown}: {e.strerror}", activity=f"{tool} {preview(raw)}: failed"
         ) from None
 
 
@@ -171,9 +182,7 @@ class IgnoreRules:
     def ignored(self, relative: str, *, is_dir: bool) -> bool:
         if relative == ".git" or relative.endswith("/.git"):
             return True
-        return any(
-            glob_matches(pattern, relative) for pattern, dir_only in self.patterns if is_dir or not dir_only
-        )
+        return any(glob_matches(pattern, relative) for pattern, dir_only in self.patterns if is_dir or not dir_only)
 
 
 def walk_files(root: RepoRoot, top: Path, rules: IgnoreRules, deadline: float) -> Iterator[Path]:
@@ -281,9 +290,7 @@ class ReadTool:
             raise ToolError(f"read: {shown} is a directory; use ls", activity=f"read {shown}: a directory")
         if not stat.S_ISREG(info.st_mode):
             # A FIFO or device would block or never end.
-            raise ToolError(
-                f"read: {shown} is not a regular file", activity=f"read {shown}: not a regular file"
-            )
+            raise ToolError(f"read: {shown} is not a regular file", activity=f"read {shown}: not a regular file")
         with path.open("rb") as stream:
             head = stream.read(SNIFF_BYTES)
             if is_binary(head):
@@ -306,9 +313,7 @@ class ReadTool:
                 line_start = first_shown = line_end
                 continue
             if number >= offset + limit:
-                out.append(
-                    f"[showing lines {offset}-{number - 1}; the file continues: read with offset={number}]"
-                )
+                out.append(f"[showing lines {offset}-{number - 1}; the file continues: read with offset={number}]")
                 return ToolResult(text="\n".join(out), activity=activity)
             prefix = f"{number:>6}\t"
             line = (prefix + _long_line(decode(raw), cut)).encode()
@@ -457,8 +462,10 @@ class GrepTool:
         argv += ["--regexp", pattern, *self._relative_target(target)]
         collected = _Collected(self.cap, bytearray())
         code, stderr, stopped = await _run_lines(argv, self.root.path, collected.add, self.seconds)
-        if code == 2 and not collected.lines:
-            message = decode(stderr).strip() or "ripgrep failed"
+        message = decode(stderr).strip()
+        # Exit 2 is an error; with no hits and nothing but "No files were searched" (everything was skipped or
+        # unreadable) it is just no matches. A bad regex or glob is the model's to fix.
+        if code == 2 and not collected.lines and message and not message.startswith("No files were searched"):
             raise ToolError(f"grep: {message}", activity=f"searched for `{preview(pattern)}`: failed")
         return collected, stopped
 
@@ -491,9 +498,7 @@ class GrepTool:
             return
 
 
-async def _run_lines(
-    argv: list[str], cwd: Path, on_line: Any, seconds: float
-) -> tuple[int | None, bytes, bool]:
+async def _run_lines(argv: list[str], cwd: Path, on_line: Any, seconds: float) -> tuple[int | None, bytes, bool]:
     """Run a helper program (ripgrep), feeding each stdout line to ``on_line``; kill it after ``seconds``.
 
     Returns (exit code or None when stopped, stderr's first bytes, whether it was stopped).
@@ -602,9 +607,7 @@ class FindTool:
                     "--no-config",
                     *([] if base == "." else ["--", base]),
                 ]
-                _, _, stopped = await _run_lines(
-                    argv, self.root.path, lambda raw: consider(decode(raw)), self.seconds
-                )
+                _, _, stopped = await _run_lines(argv, self.root.path, lambda raw: consider(decode(raw)), self.seconds)
             else:
                 stopped = await asyncio.to_thread(self._python, top, consider)
         except ToolError as e:
@@ -679,9 +682,7 @@ class LsTool:
         try:
             entries = sorted(os.scandir(path), key=lambda entry: entry.name)
         except OSError as e:
-            raise ToolError(
-                f"ls: cannot list {shown}: {e.strerror}", activity=f"listed {label}: failed"
-            ) from None
+            raise ToolError(f"ls: cannot list {shown}: {e.strerror}", activity=f"listed {label}: failed") from None
         lines = [self._entry(entry) for entry in entries[: self.max_entries]]
         if not lines:
             return ToolResult(text=f"{label} is empty", activity=f"listed {label}")
@@ -696,7 +697,11 @@ class LsTool:
                 target = os.readlink(entry.path)
             except OSError:
                 target = "?"
-            where = "" if self.root.inside(Path(entry.path)) else "  (outside the repository; not followed)"
+            where = {
+                "inside": "",
+                "outside": "  (outside the repository; not followed)",
+                "loop": "  (a symlink loop; not followed)",
+            }[self.root.link_target(Path(entry.path))]
             return f"{entry.name} -> {target}{where}"
         if entry.is_dir(follow_symlinks=False):
             return entry.name + "/"
