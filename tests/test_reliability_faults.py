@@ -505,3 +505,64 @@ def test_six_bees_and_a_thousand_utterances_lose_nothing_and_memory_stays_bounde
     assert len(published) + sum(d.outcome == "duplicate" for d in publish) == sum(shares)
     assert peak_kib < 600 * 1024, f"coordinator peak RSS {peak_kib} KiB"
     assert_audit_works(hive)
+
+
+# --------------------------------------------------------------------------- killed in the middle of a tool call
+
+
+def sleeping_script(hive: Hive, marker: str) -> Path:
+    return write_script(hive.root, {
+        "bee-1": [turn("FOUND: app/export.py:5 drops the final partial batch of the export rows.",
+                       [{"name": "bash", "args": {"command": f"sleep {marker}; echo woke"}}]), report()],
+        "bee-2": [turn("Reading the configuration module for a while before saying anything.", ls(), 1.5),
+                  report()],
+    })
+
+
+def process_count(pattern: str) -> int:
+    done = subprocess.run(["pgrep", "-f", "--", pattern], capture_output=True, text=True, check=False)
+    return len(done.stdout.split())
+
+
+@pytest.mark.parametrize("sandbox", ["bwrap", "unsafe"])
+def test_a_bee_killed_mid_tool_call_leaves_no_tool_process_and_the_run_goes_on(hive: Hive, sandbox: str) -> None:
+    marker = f"{random.randint(300, 900)}.{random.randint(100, 999)}"  # the sleep's command line names it
+    judge = write_judge(hive.root, [*publish_rules(), ROUTINE_DELIVER])
+    extra = ["--unsafe-bash"] if sandbox == "unsafe" else []
+    proc = hive.start(f"script:{sleeping_script(hive, marker)}", f"script:{judge}", "--angle", "a", "--angle", "b",
+                      *extra)
+    try:
+        wait_for(lambda: process_count(f"sleep {marker}") > 0)
+        run_dir = only_run(hive)
+        for pid in bee_pids(f"{run_dir}/bees/bee-1/"):
+            os.kill(pid, signal.SIGKILL)
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    info = load_info(run_dir)
+    outcomes = {b.id: (b.outcome, b.reason or "") for b in info.bees}
+    assert outcomes["bee-1"][0] == "crashed" and "signal 9" in outcomes["bee-1"][1]
+    assert outcomes["bee-2"][0] == "reported"
+    wait_for(lambda: process_count(f"sleep {marker}") == 0, timeout=10)
+    assert_audit_works(hive)
+
+
+def test_the_coordinator_killed_mid_tool_call_leaves_no_process_and_audit_reads_the_run(hive: Hive) -> None:
+    marker = f"{random.randint(300, 900)}.{random.randint(100, 999)}"
+    judge = write_judge(hive.root, [*publish_rules(), ROUTINE_DELIVER])
+    proc = hive.start(f"script:{sleeping_script(hive, marker)}", f"script:{judge}", "--angle", "a", "--angle", "b",
+                      "--unsafe-bash")
+    try:
+        wait_for(lambda: process_count(f"sleep {marker}") > 0)
+        run_dir = only_run(hive)
+        wait_for(lambda: notes(run_dir))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+    finally:
+        proc.kill()
+    wait_for(lambda: not bee_pids(str(hive.runs)) and process_count(f"sleep {marker}") == 0, timeout=10)
+    assert_records_intact(run_dir)
+    listed = hive.hive("ls", "--json")
+    assert [r["status"] for r in json.loads(listed.stdout)] == ["interrupted"]
+    assert_audit_works(hive)
