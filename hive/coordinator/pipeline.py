@@ -165,6 +165,9 @@ class Pipeline:
             self.stats.latencies_ms.append((time.perf_counter() - arrived) * 1000)
 
     async def _relate(self, note: Note) -> None:
+        if self.gates.modes["relate"] == "off":
+            # Nothing would be judged, and choosing candidates may embed texts on the event loop.
+            return
         earlier = [n for n in self.state.standing() if n.id != note.id]
         candidates = select_related(note, earlier, limit=6, similarity=self.similarity)
         results = await asyncio.gather(*(self.gates.relate(e, note) for e in candidates))
