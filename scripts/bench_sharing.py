@@ -1,0 +1,226 @@
+"""Sharing efficiency: tokens injected into the bees' contexts under hive's gates, against broadcasting every
+utterance to every bee and against sharing nothing, and how many of the notes each bee should have
+received it did receive.
+
+    .venv/bin/pip install -e '.[bench]'      # matplotlib, for the plot
+    .venv/bin/python scripts/bench_sharing.py [--runs 3] [--per-bee 20] [--delay 1.5] [--plot docs/sharing.png]
+
+The right deliveries are known by construction. Six bees each investigate one subsystem of an imaginary
+export service (``benchlib.SUBSYSTEMS``; the bee's ``--angle`` is the subsystem's). Each bee's scripted
+utterances are, in order drawn at random:
+
+- routine narration about its own subsystem (45%): should reach nobody;
+- findings and dead ends about its own subsystem (32%): should reach nobody else;
+- findings and dead ends about another bee's subsystem (16%): should reach that bee;
+- decisions and blockers (7%): should reach every other bee.
+
+Every turn waits ``--delay`` seconds (a stand-in for model time; real model turns take several seconds) and
+calls a real tool; two closing routine turns (not scored) let the others' last notes land. The run is a
+real ``hive start`` with ``--judge local``, once with the default delivery cap (10 plain notes per bee)
+and once with the cap lifted. Measured from the run directory:
+
+- tokens injected: the characters of every "Notes from the other investigators" message in the bees'
+  transcripts (what actually entered a context), / 4 (a common estimate for English and code);
+- recall: of the (utterance, bee) pairs that should have been delivered, the share that was (a
+  ``Delivery`` record of the note published from that utterance to that bee; corrections count);
+- precision: of the deliveries, the share that should have been made.
+
+The alternatives are computed from the same utterances: broadcast sends every utterance to the five other
+bees, rendered as hive renders a note (``- bee-N: <text>``), with recall 1 and precision the share of those
+that should have been sent; share-nothing injects nothing and has recall 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from benchlib import (
+    SUBSYSTEMS,
+    header,
+    make_repo,
+    median,
+    run_watched,
+    script_turns,
+    start_args,
+    utterance,
+    write_json,
+)
+
+from hive.records import BOARD_ADAPTER, Delivery, Note
+from hive.store import read_all
+
+PROBLEM = "Why does the nightly export drop rows?"
+BEES = [f"bee-{i + 1}" for i in range(len(SUBSYSTEMS))]
+NOTES_HEADER = "Notes from the other investigators."
+CHARS_PER_TOKEN = 4
+PLAN = [("routine", "own")] * 45 + [("finding", "own")] * 24 + [("dead_end", "own")] * 8 + \
+    [("finding", "other")] * 12 + [("dead_end", "other")] * 4 + [("decision", "all")] * 5 + [("blocker", "all")] * 2
+
+
+@dataclass(frozen=True)
+class Planned:
+    bee: str
+    seq: int
+    text: str
+    should: frozenset[str]
+    """The bees that should receive it."""
+
+
+def plan(rng: random.Random, per_bee: int) -> list[Planned]:
+    planned = []
+    for index, bee in enumerate(BEES):
+        for seq in range(1, per_bee + 1):
+            kind, about = rng.choice(PLAN)
+            target = index
+            if about == "other":
+                target = rng.choice([i for i in range(len(BEES)) if i != index])
+            text = utterance(rng, SUBSYSTEMS[target], kind)
+            if kind == "routine":
+                should: frozenset[str] = frozenset()
+            elif about == "all":
+                should = frozenset(b for b in BEES if b != bee)
+            elif about == "other":
+                should = frozenset({BEES[target]})
+            else:
+                should = frozenset()
+            planned.append(Planned(bee, seq, text, should))
+    return planned
+
+
+TAIL = ["Waiting a moment for notes from the others before I write my report.",
+        "Nothing new arrived that changes my picture; writing the report next."]
+"""Two closing routine turns per bee, not scored: the others' last notes need a turn to land in a context."""
+
+
+def write_script(root: Path, planned: list[Planned], delay: float) -> Path:
+    bees = {bee: script_turns([p.text for p in planned if p.bee == bee] + TAIL, delay=delay) for bee in BEES}
+    return write_json(root / "script.json", {"bees": bees, "answer": "The batching drops the final partial batch."})
+
+
+def injected_chars(run_dir: Path) -> int:
+    total = 0
+    for bee in BEES:
+        path = run_dir / "bees" / bee / "transcript.jsonl"
+        for line in path.read_text().splitlines():
+            record = json.loads(line)
+            content = record.get("content")
+            if record.get("role") == "user" and isinstance(content, str) and content.startswith(NOTES_HEADER):
+                total += len(content)
+    return total
+
+
+def score_run(run_dir: Path, planned: list[Planned]) -> dict[str, float]:
+    board, _ = read_all(run_dir / "board.jsonl", BOARD_ADAPTER)
+    by_uid = {f"{p.bee}#{p.seq}": p for p in planned}
+    note_uid = {r.id: r.utterance for r in board if isinstance(r, Note)}
+    delivered = {(note_uid.get(r.note), r.to) for r in board if isinstance(r, Delivery)}
+    should = {(uid, to) for uid, p in by_uid.items() for to in p.should}
+    hits = len(should & delivered)
+    return {
+        "tokens": injected_chars(run_dir) / CHARS_PER_TOKEN,
+        "recall": hits / len(should),
+        "precision": hits / len(delivered) if delivered else 1.0,
+        "deliveries": len(delivered),
+        "notes": len(note_uid),
+        "should": len(should),
+    }
+
+
+def broadcast(planned: list[Planned]) -> dict[str, float]:
+    chars = sum(len(f"- {p.bee}: {p.text}\n") * (len(BEES) - 1) for p in planned)
+    should = sum(len(p.should) for p in planned)
+    sent = len(planned) * (len(BEES) - 1)
+    return {"tokens": chars / CHARS_PER_TOKEN, "recall": 1.0, "precision": should / sent, "deliveries": sent,
+            "should": should}
+
+
+def plot(rows: dict[str, dict[str, float]], path: Path) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib is missing: .venv/bin/pip install -e '.[bench]' to draw the plot")
+        return
+    names = list(rows)
+    colors = ["#9e9e9e", "#f2a541", "#3a7ca5", "#d9d9d9"][: len(names)]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+    bars = left.bar(names, [rows[n]["tokens"] for n in names], color=colors)
+    left.bar_label(bars, labels=[f"{rows[n]['tokens']:,.0f}" for n in names], fontsize=8)
+    left.set(ylabel="tokens injected into the 6 bees' contexts (chars / 4)", title="context cost per run")
+    x = range(len(names))
+    width = 0.38
+    r = right.bar([i - width / 2 for i in x], [rows[n]["recall"] * 100 for n in names], width, label="recall",
+                  color="#3a7ca5")
+    p = right.bar([i + width / 2 for i in x], [rows[n]["precision"] * 100 for n in names], width,
+                  label="precision", color="#f2a541")
+    right.bar_label(r, fmt="%.0f", fontsize=8)
+    right.bar_label(p, fmt="%.0f", fontsize=8)
+    right.set_xticks(list(x), names)
+    right.set(ylabel="%", ylim=(0, 110), title="notes each bee should have received")
+    right.legend(fontsize=8)
+    for axis in (left, right):
+        axis.tick_params(axis="x", labelsize=8)
+    fig.suptitle("hive gates vs broadcast-everything vs share-nothing (6 scripted bees, local judge)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print(f"plot: {path}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--per-bee", type=int, default=20, help="utterances per bee")
+    parser.add_argument("--delay", type=float, default=1.5, help="seconds per model turn")
+    parser.add_argument("--plot", default="", help="write the picture to this PNG (e.g. docs/sharing.png)")
+    args = parser.parse_args()
+    header("sharing efficiency")
+    configs = {"hive (cap 10)": (), "hive (no cap)": ("--delivery-cap", "100000")}
+    results: dict[str, list[dict[str, float]]] = {name: [] for name in configs}
+    baselines: list[dict[str, float]] = []
+    with tempfile.TemporaryDirectory(prefix="hive-bench-sharing-") as tmp:
+        root = Path(tmp)
+        repo = make_repo(root)
+        for run in range(args.runs):
+            planned = plan(random.Random(run), args.per_bee)
+            script = write_script(root, planned, args.delay)
+            baselines.append(broadcast(planned))
+            for name, extra in configs.items():
+                runs_dir = root / f"runs-{run}-{len(results[name])}-{'cap' if not extra else 'nocap'}"
+                runs_dir.mkdir()
+                m = run_watched(start_args(PROBLEM, repo, script, runs_dir, "local", [s.angle for s in SUBSYSTEMS],
+                                           *extra), cwd=root, runs_dir=runs_dir)
+                if m.returncode != 0:
+                    raise SystemExit(f"hive start failed ({m.returncode}):\n{m.stderr[-2000:]}")
+                s = score_run(m.run_dir, planned)
+                results[name].append(s)
+                print(f"run {run + 1}, {name}: {s['tokens']:,.0f} tokens injected, recall {s['recall']:.0%} "
+                      f"({s['should']:.0f} should), precision {s['precision']:.0%}, {s['deliveries']:.0f} deliveries, "
+                      f"{s['notes']:.0f} notes, wall {m.wall_s:.1f} s")
+            b = baselines[-1]
+            print(f"run {run + 1}, broadcast: {b['tokens']:,.0f} tokens, precision {b['precision']:.0%}")
+    rows: dict[str, dict[str, float]] = {
+        "broadcast": {k: median([b[k] for b in baselines]) for k in baselines[0]},
+        **{name: {k: median([r[k] for r in rs]) for k in rs[0]} for name, rs in results.items()},
+        "share-nothing": {"tokens": 0.0, "recall": 0.0, "precision": 1.0, "deliveries": 0.0,
+                          "should": median([b["should"] for b in baselines])},
+    }
+    print(f"\nmedians over {args.runs} runs, {args.per_bee * len(BEES)} utterances per run:")
+    print("| strategy | tokens injected | vs broadcast | deliveries | recall | precision |")
+    print("|---|---:|---:|---:|---:|---:|")
+    full = rows["broadcast"]["tokens"]
+    for name, row in rows.items():
+        print(f"| {name} | {row['tokens']:,.0f} | {row['tokens'] / full:.1%} | {row['deliveries']:.0f} | "
+              f"{row['recall']:.0%} | {row['precision']:.0%} |")
+    if args.plot:
+        plot(rows, Path(args.plot))
+
+
+if __name__ == "__main__":
+    main()
