@@ -340,7 +340,7 @@ def test_coordinator_killed_leaves_no_orphans_and_reads_as_interrupted(hive: Hiv
 
 def test_ctrl_c_wraps_up_and_writes_a_partial_answer(hive: Hive) -> None:
     judge = write_judge(hive.root, [*publish_rules(), ROUTINE_DELIVER])
-    proc = hive.start(slow_script(hive), f"script:{judge}", "--angle", "a", "--angle", "b")
+    proc = hive.start(slow_script(hive), f"script:{judge}", "--angle", "a", "--angle", "b", "--grace", "3")
     try:
         wait_for(lambda: len(bee_pids(str(hive.runs))) == 2)
         run_dir = only_run(hive.runs)

@@ -632,7 +632,7 @@ def _bee_lines(report: AuditReport) -> list[str]:
                                   "tokens", "cost", "outcome")]
     for b in report.bees:
         outcome = (b.outcome or "-") + (f" ({b.reason})" if b.reason else "")
-        rows.append((b.id, b.role or "-", _squeeze(b.model or "-", 32), str(b.utterances), str(b.published),
+        rows.append((b.id, b.role or "-", _squeeze(b.model or "-", 24), str(b.utterances), str(b.published),
                      str(b.received), str(b.reached), _tokens(b.tokens), _cost(b.cost_usd), outcome))
     t = report.totals
     tokens = f"Tokens: bees {_tokens(t.bee_tokens)}, judge {_tokens(t.judge_tokens)}"
