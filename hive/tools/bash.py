@@ -33,7 +33,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, BinaryIO, Literal
 
 from hive.providers.base import ToolSpec
 from hive.tools.base import ToolResult
@@ -247,18 +247,31 @@ def _kill_group(proc: asyncio.subprocess.Process) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
 
 
-async def _sandbox_init(read_fd: int) -> int | None:
-    """A pidfd for the sandbox's init, from what ``bwrap --info-fd`` writes (``{"child-pid": N, ...}``)."""
+async def _read_pipe(pipe: BinaryIO) -> tuple[asyncio.StreamReader, asyncio.BaseTransport]:
+    """Read a pipe's end through the event loop; the returned transport owns ``pipe`` and closes it."""
     loop = asyncio.get_running_loop()
     stream = asyncio.StreamReader()
-    pipe = os.fdopen(read_fd, "rb", buffering=0)  # the transport owns and closes it
     transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stream), pipe)
+    return stream, transport
+
+
+async def _sandbox_init(pipe: BinaryIO) -> int | None:
+    """A pidfd for the sandbox's init, from what ``bwrap --info-fd`` writes (``{"child-pid": N, ...}``)."""
+    stream, transport = await _read_pipe(pipe)
     try:
         data = await stream.readuntil(b"}")
         pid = int(json.loads(data)["child-pid"])
         return os.pidfd_open(pid)
     except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError, KeyError, TypeError, OSError):
         return None  # bwrap died before making a sandbox, or the init is already gone
+    finally:
+        transport.close()
+
+
+async def _drain(pipe: BinaryIO, capture: HeadTail) -> None:
+    stream, transport = await _read_pipe(pipe)
+    try:
+        await capture.drain(stream)
     finally:
         transport.close()
 
@@ -307,18 +320,23 @@ async def run_capped(
     ``stop``, once set, ends the command early (the tools are closing). ``info_pipe`` is the (read, write)
     pair whose write end ``argv`` passes to ``bwrap --info-fd``.
     """
+    # Our own pipe rather than asyncio's: asyncio's wait() also waits for its pipes to close, which a
+    # background child (unsandboxed) could hold open for ever, and we could not close them ourselves.
+    out_read, out_write = os.pipe()
     spawn = asyncio.ensure_future(
         asyncio.create_subprocess_exec(
             *argv,
             cwd=cwd,
             env=dict(env),
             stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
+            stdout=out_write,
+            stderr=out_write,
             start_new_session=True,
             pass_fds=info_pipe[1:] if info_pipe else (),
         )
     )
+    output = os.fdopen(out_read, "rb", buffering=0)
+    info = os.fdopen(info_pipe[0], "rb", buffering=0) if info_pipe else None
     cancelled = False
     try:
         try:
@@ -329,16 +347,17 @@ async def run_capped(
             cancelled = True
             proc = await spawn
     except BaseException:
-        if info_pipe:
-            os.close(info_pipe[0])
+        output.close()
+        if info:
+            info.close()
         raise
     finally:
+        os.close(out_write)
         if info_pipe:
             os.close(info_pipe[1])
-    assert proc.stdout is not None
-    running = Running(proc, asyncio.create_task(_sandbox_init(info_pipe[0])) if info_pipe else None)
+    running = Running(proc, asyncio.create_task(_sandbox_init(info)) if info else None)
     capture = HeadTail(cap)
-    reader = asyncio.create_task(capture.drain(proc.stdout))
+    reader = asyncio.create_task(_drain(output, capture))
     ended: Literal["exited", "timed_out", "stopped"] = "exited"
     try:
         if cancelled:
@@ -359,6 +378,9 @@ async def run_capped(
         for task in pending:
             task.cancel()
         await asyncio.gather(reader, return_exceptions=True)
+        output.close()  # normally closed already by its transport; not when the reader never started
+        if info:
+            info.close()
     return Outcome(proc.returncode if ended == "exited" else None, capture.text(), ended)
 
 
