@@ -5,8 +5,8 @@ The public Python API is re-exported here; everything else is implementation.
 
 __version__ = "0.1.0"
 
-from hive.board import BoardState, fold  # noqa: E402
-from hive.errors import (  # noqa: E402
+from hive.board import BoardState, fold
+from hive.errors import (
     HiveError,
     Interrupted,
     ModelAPIError,
@@ -16,7 +16,7 @@ from hive.errors import (  # noqa: E402
     StoreError,
     UsageError,
 )
-from hive.records import (  # noqa: E402
+from hive.records import (
     Answer,
     BeeBrief,
     Delivery,
@@ -29,8 +29,8 @@ from hive.records import (  # noqa: E402
     TranscriptEntry,
     Verifier,
 )
-from hive.runs import RunPaths, resolve_run  # noqa: E402
-from hive.store import JsonlReader, JsonlWriter  # noqa: E402
+from hive.runs import RunPaths, resolve_run
+from hive.store import JsonlReader, JsonlWriter
 
 __all__ = [
     "Answer",
