@@ -1,7 +1,8 @@
 """A misbehaving bee for the reliability suite, started through ``HIVE_BEE_COMMAND``.
 
 ``bee-1`` floods its stdout: a 50 MB line, thousands of garbage lines, binary junk, JSON that is not a
-protocol message; between them it says one real utterance, and it ends with a real report. Every other bee
+protocol message, messages in other bees' names; between them it says one real utterance, and it ends
+with a real report. Every other bee
 is the real one (``python -m hive.bee``), so the run around the flood is genuine.
 """
 
@@ -37,6 +38,10 @@ def main(argv: list[str]) -> None:
     out.write(bytes(range(256)) * 64 + b"\n")
     out.write(b'{"type": "no-such-message", "bee": "bee-1"}\n')
     out.write(b'{"type": "utterance", "bee": "bee-1"}\n')  # a protocol message missing its fields
+    for other in ("bee-2", "bee-99"):  # words in another bee's name, one of the run and one not
+        say({"type": "utterance", "bee": other, "seq": 1,
+             "text": f"FOUND: impersonated {other}: app/config.py is where every row goes missing."})
+    say({"type": "report", "bee": "bee-2", "outcome": "failed", "text": "impersonated report"})
     say({"type": "utterance", "bee": bee, "seq": 1,
          "text": "FOUND: flood survivor: app/export.py:5 drops the final partial batch of rows."})
     out.write(b"x" * (3 * 1024 * 1024))  # an over-long line torn at both ends

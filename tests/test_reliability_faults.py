@@ -97,7 +97,8 @@ def test_silent_and_frozen_bees_are_wrapped_up_then_killed_by_the_watchdog(hive:
 
 
 def test_a_bee_flooding_its_stdout_loses_nothing_and_holds_no_memory(hive: Hive) -> None:
-    """bee-1 writes a 50 MB line, thousands of garbage lines and junk around one real utterance and report."""
+    """bee-1 writes a 50 MB line, thousands of garbage lines, junk and messages in other bees' names (this
+    crashed the coordinator once) around one real utterance and report."""
     script = write_script(hive.root, {
         "bee-2": [turn("FOUND: app/config.py:2 sets CUTOFF_HOUR = 0 and nothing in the export reads it.", ls()),
                   report()],
@@ -112,7 +113,9 @@ def test_a_bee_flooding_its_stdout_loses_nothing_and_holds_no_memory(hive: Hive)
     run_dir = only_run(hive)
     info = load_info(run_dir)
     assert [(b.id, b.outcome) for b in info.bees] == [("bee-1", "reported"), ("bee-2", "reported")]
-    assert {n.bee: n.text for n in notes(run_dir)}["bee-1"].startswith("FOUND: flood survivor")
+    published = {n.bee: n.text for n in notes(run_dir)}
+    assert published["bee-1"].startswith("FOUND: flood survivor")
+    assert not any("impersonated" in text for text in published.values())
     assert_one_publish_decision_per_utterance(run_dir)
     # The coordinator reads bee output in bounded chunks: holding the 50 MB line would take ≥ 50 MB more.
     assert started_kib and peak_kib - started_kib < 30 * 1024, f"coordinator peak RSS {started_kib} → {peak_kib} KiB"

@@ -3,7 +3,8 @@
 A bee is started in its own process group with a parent-death signal (``PR_SET_PDEATHSIG``), so even a
 coordinator killed with SIGKILL leaves no bee behind: the kernel sends the bee SIGKILL when we die.
 Its stdout is read in bounded chunks, so a bee flooding garbage or one 50 MB line cannot exhaust memory:
-over-long lines and lines that are not protocol messages are dropped and counted.
+over-long lines, lines that are not protocol messages and messages in another bee's name are dropped and
+counted.
 
 ``HIVE_BEE_COMMAND`` (for tests and debugging only) replaces the bee's command, ``python -m hive.bee``; it
 is split like a shell command line and gets ``--brief <path>`` appended.
@@ -112,10 +113,14 @@ class BeeProcess:
         if not line.strip():
             return None
         try:
-            return BEE_MESSAGE_ADAPTER.validate_python(orjson.loads(line))
+            message = BEE_MESSAGE_ADAPTER.validate_python(orjson.loads(line))
         except (orjson.JSONDecodeError, ValidationError):
             self._drop("a line that is not a protocol message")
             return None
+        if message.bee != self.bee:  # a bee speaks for itself only: never route words under another name
+            self._drop(f"a message in the name of {message.bee!r}")
+            return None
+        return message
 
     def _drop(self, what: str) -> None:
         self.dropped_lines += 1
