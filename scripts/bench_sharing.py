@@ -23,6 +23,9 @@ and once with the cap lifted. Measured from the run directory:
   transcripts (what actually entered a context), / 4 (a common estimate for English and code);
 - recall: of the (utterance, bee) pairs that should have been delivered, the share that was (a
   ``Delivery`` record of the note published from that utterance to that bee; corrections count);
+- recall of the cross-subsystem findings alone (the pairs only the judged deliver gate can get right;
+  decisions and blockers go to everyone by rule), and the deliver gate's ``useful`` probability where a
+  delivery should and should not be made;
 - precision: of the deliveries, the share that should have been made.
 
 The alternatives are computed from the same utterances: broadcast sends every utterance to the five other
@@ -51,7 +54,7 @@ from benchlib import (
     write_json,
 )
 
-from hive.records import BOARD_ADAPTER, Delivery, Note
+from hive.records import BOARD_ADAPTER, Delivery, GateDecision, Note
 from hive.store import read_all
 
 PROBLEM = "Why does the nightly export drop rows?"
@@ -116,12 +119,24 @@ def injected_chars(run_dir: Path) -> int:
 
 def score_run(run_dir: Path, planned: list[Planned]) -> dict[str, float]:
     board, _ = read_all(run_dir / "board.jsonl", BOARD_ADAPTER)
+    gates, _ = read_all(run_dir / "gate.jsonl", GateDecision)
     by_uid = {f"{p.bee}#{p.seq}": p for p in planned}
     note_uid = {r.id: r.utterance for r in board if isinstance(r, Note)}
     delivered = {(note_uid.get(r.note), r.to) for r in board if isinstance(r, Delivery)}
     should = {(uid, to) for uid, p in by_uid.items() for to in p.should}
     hits = len(should & delivered)
+    # the cross-subsystem findings: the pairs only the judge's deliver gate can get right
+    judged_should = {(uid, to) for uid, to in should if len(by_uid[uid].should) == 1}
+    useful_p: dict[bool, list[float]] = {True: [], False: []}
+    for g in gates:
+        uid = note_uid.get(g.note or "")
+        if g.gate == "deliver" and g.source != "rule" and uid is not None and g.score is not None:
+            useful_p[(uid, g.to) in should].append(g.score)
     return {
+        "recall_judged": len(judged_should & delivered) / len(judged_should) if judged_should else 1.0,
+        "p_should": median(useful_p[True]),
+        "p_should_not": median(useful_p[False]),
+        "max_p_should": max(useful_p[True], default=float("nan")),
         "tokens": injected_chars(run_dir) / CHARS_PER_TOKEN,
         "recall": hits / len(should),
         "precision": hits / len(delivered) if delivered else 1.0,
@@ -136,7 +151,7 @@ def broadcast(planned: list[Planned]) -> dict[str, float]:
     should = sum(len(p.should) for p in planned)
     sent = len(planned) * (len(BEES) - 1)
     return {"tokens": chars / CHARS_PER_TOKEN, "recall": 1.0, "precision": should / sent, "deliveries": sent,
-            "should": should}
+            "should": should, "recall_judged": 1.0}
 
 
 def plot(rows: dict[str, dict[str, float]], path: Path) -> None:
@@ -201,6 +216,8 @@ def main() -> None:
                 s = score_run(m.run_dir, planned)
                 results[name].append(s)
                 print(f"run {run + 1}, {name}: {s['tokens']:,.0f} tokens injected, recall {s['recall']:.0%} "
+                      f"(cross-subsystem findings {s['recall_judged']:.0%}; deliver p median {s['p_should']:.2f} "
+                      f"where it should, {s['p_should_not']:.2f} where not, max {s['max_p_should']:.2f}), "
                       f"({s['should']:.0f} should), precision {s['precision']:.0%}, {s['deliveries']:.0f} deliveries, "
                       f"{s['notes']:.0f} notes, wall {m.wall_s:.1f} s")
             b = baselines[-1]
@@ -208,16 +225,17 @@ def main() -> None:
     rows: dict[str, dict[str, float]] = {
         "broadcast": {k: median([b[k] for b in baselines]) for k in baselines[0]},
         **{name: {k: median([r[k] for r in rs]) for k in rs[0]} for name, rs in results.items()},
-        "share-nothing": {"tokens": 0.0, "recall": 0.0, "precision": 1.0, "deliveries": 0.0,
+        "share-nothing": {"tokens": 0.0, "recall": 0.0, "precision": 1.0, "deliveries": 0.0, "recall_judged": 0.0,
                           "should": median([b["should"] for b in baselines])},
     }
     print(f"\nmedians over {args.runs} runs, {args.per_bee * len(BEES)} utterances per run:")
-    print("| strategy | tokens injected | vs broadcast | deliveries | recall | precision |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print("| strategy | tokens injected | vs broadcast | deliveries | recall | recall, cross-subsystem findings | "
+          "precision |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     full = rows["broadcast"]["tokens"]
     for name, row in rows.items():
         print(f"| {name} | {row['tokens']:,.0f} | {row['tokens'] / full:.1%} | {row['deliveries']:.0f} | "
-              f"{row['recall']:.0%} | {row['precision']:.0%} |")
+              f"{row['recall']:.0%} | {row['recall_judged']:.0%} | {row['precision']:.0%} |")
     if args.plot:
         plot(rows, Path(args.plot))
 

@@ -5,7 +5,8 @@ local judge loaded, and all six bees plus the coordinator together.
 
 Per run:
 
-- help: wall seconds of ``hive --help`` through the installed entry point (a fresh process each time);
+- help: wall seconds of ``hive --help`` through the installed entry point (a fresh process each time), and
+  of a bare ``python -c pass`` right after it, the same-run baseline for this machine's load;
 - bee: :func:`bench_bee.measure_once` (spawn ``python -m hive.bee`` with the shipped investigator role, time
   to its ``ready`` line, VmRSS/VmHWM while it waits in its first model call);
 - run: a real scripted ``hive start`` with six bees and ``--judge local`` (every turn waits 0.3 s, so all
@@ -23,6 +24,7 @@ import argparse
 import os
 import random
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -43,10 +45,15 @@ from benchlib import (
 HIVE = Path(os.environ.get("VIRTUAL_ENV", Path(__file__).resolve().parents[1] / ".venv")) / "bin" / "hive"
 
 
-def help_time() -> float:
+def wall(command: list[str]) -> float:
     started = time.perf_counter()
-    subprocess.run([str(HIVE), "--help"], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return time.perf_counter() - started
+
+
+def help_time() -> tuple[float, float]:
+    """``hive --help`` and, measured right after it as the same-run baseline, a bare interpreter start."""
+    return wall([str(HIVE), "--help"]), wall([sys.executable, "-c", "pass"])
 
 
 def run_footprint(root: Path, run: int) -> tuple[float, float, float, int]:
@@ -68,19 +75,24 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
     header("start-up and footprint")
-    helps, bees, runs = [], [], []
+    helps: list[float] = []
+    bares: list[float] = []
+    bees, runs = [], []
     env = dict(os.environ)
     with tempfile.TemporaryDirectory(prefix="hive-bench-startup-") as tmp:
         root = Path(tmp)
         make_repo(root)
         for run in range(args.runs):
-            helps.append(help_time())
+            help_s, bare_s = help_time()
+            helps.append(help_s)
+            bares.append(bare_s)
             with tempfile.TemporaryDirectory(prefix="hive-bench-bee-") as bee_tmp:
                 ready, rss, peak = measure_once(Path(bee_tmp), "", env)
             bees.append((ready, rss / 1024, peak / 1024))
             runs.append(run_footprint(root, run))
             c, total, bee_peak, live = runs[-1]
-            print(f"run {run + 1}: hive --help {helps[-1]:.2f} s; bee ready {ready * 1000:.0f} ms, "
+            print(f"run {run + 1}: hive --help {help_s:.2f} s (python -c pass {bare_s:.2f} s); "
+                  f"bee ready {ready * 1000:.0f} ms, "
                   f"rss {rss / 1024:.1f} MB, peak {peak / 1024:.1f} MB; 6-bee run: coordinator peak {c:.0f} MB, "
                   f"all together {total:.0f} MB "
                   f"({live} bees alive), largest bee peak {bee_peak:.0f} MB")
@@ -89,6 +101,8 @@ def main() -> None:
     print("|---|---:|---:|---:|---|")
     rows = [
         ("`hive --help` wall, s", helps, "<= 0.5 s"),
+        ("bare `python -c pass` wall (same-run baseline), s", bares, ""),
+        ("`hive --help` / bare interpreter", [h / b for h, b in zip(helps, bares, strict=True)], ""),
         ("bee ready, ms", [b[0] * 1000 for b in bees], "<= 1000 ms"),
         ("bee resident before first model call (VmRSS), MB", [b[1] for b in bees], "<= 80 MB"),
         ("bee peak resident (VmHWM) at that point, MB", [b[2] for b in bees], "<= 80 MB"),
