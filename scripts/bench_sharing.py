@@ -176,7 +176,8 @@ def plot(rows: dict[str, dict[str, float]], path: Path) -> None:
     p = right.bar([i + width / 2 for i in x], [rows[n]["precision"] * 100 for n in names], width,
                   label="precision", color="#f2a541")
     right.bar_label(r, fmt="%.0f", fontsize=8)
-    right.bar_label(p, fmt="%.0f", fontsize=8)
+    right.bar_label(p, labels=[f"{rows[n]['precision'] * 100:.0f}" if rows[n]["precision"] == rows[n]["precision"]
+                               else "n/a" for n in names], fontsize=8)
     right.set_xticks(list(x), names)
     right.set(ylabel="%", ylim=(0, 110), title="notes each bee should have received")
     right.legend(fontsize=8)
@@ -225,8 +226,8 @@ def main() -> None:
     rows: dict[str, dict[str, float]] = {
         "broadcast": {k: median([b[k] for b in baselines]) for k in baselines[0]},
         **{name: {k: median([r[k] for r in rs]) for k in rs[0]} for name, rs in results.items()},
-        "share-nothing": {"tokens": 0.0, "recall": 0.0, "precision": 1.0, "deliveries": 0.0, "recall_judged": 0.0,
-                          "should": median([b["should"] for b in baselines])},
+        "share-nothing": {"tokens": 0.0, "recall": 0.0, "precision": float("nan"), "deliveries": 0.0,
+                          "recall_judged": 0.0, "should": median([b["should"] for b in baselines])},
     }
     print(f"\nmedians over {args.runs} runs, {args.per_bee * len(BEES)} utterances per run:")
     print("| strategy | tokens injected | vs broadcast | deliveries | recall | recall, cross-subsystem findings | "
@@ -235,7 +236,8 @@ def main() -> None:
     full = rows["broadcast"]["tokens"]
     for name, row in rows.items():
         print(f"| {name} | {row['tokens']:,.0f} | {row['tokens'] / full:.1%} | {row['deliveries']:.0f} | "
-              f"{row['recall']:.0%} | {row['recall_judged']:.0%} | {row['precision']:.0%} |")
+              f"{row['recall']:.0%} | {row['recall_judged']:.0%} | "
+              f"{'n/a' if row['precision'] != row['precision'] else format(row['precision'], '.0%')} |")
     if args.plot:
         plot(rows, Path(args.plot))
 
