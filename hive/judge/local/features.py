@@ -116,11 +116,35 @@ _STOP = frozenset((
     "function", "method", "class", "line", "lines", "check", "look", "find", "run",
 ))
 
-TEXT_FEATURES = (*CUES, "path_line", "code_spans", "numbers", "length", "first_sentence_plan")
+SENTENCE_FEATURES = ("fact_sentence", "negative_sentence", "commit_sentence", "plan_share", "last_sentence_plan")
+TEXT_FEATURES = (*CUES, "path_line", "code_spans", "numbers", "length", "first_sentence_plan", *SENTENCE_FEATURES)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
 def _damp(count: int) -> float:
     return math.log1p(count) / math.log(10)
+
+
+def _is_plan(sentence: str) -> bool:
+    return bool(CUES["plan_start"].search(sentence) or CUES["plan_phrase"].search(sentence))
+
+
+def sentence_features(text: str) -> list[float]:
+    """Cues per sentence. Agents write a fact and then a plan ("X confirms the bug. Next, let's open Y");
+    the text is worth what its most informative sentence is worth, so a plan tail must not hide the fact."""
+    sentences = [s for s in _SENTENCE_END.split(text.strip()) if s.strip()] or [text]
+    plans = [_is_plan(s) for s in sentences]
+
+    def any_unplanned(cue: str) -> float:
+        return 1.0 if any(CUES[cue].search(s) and not plan for s, plan in zip(sentences, plans, strict=True)) else 0.0
+
+    return [
+        any_unplanned("observed"),
+        any_unplanned("negative_result"),
+        1.0 if any(CUES["fix_commit"].search(s) for s in sentences) else 0.0,
+        sum(plans) / len(sentences),
+        1.0 if plans[-1] else 0.0,
+    ]
 
 
 def text_features(text: str) -> list[float]:
@@ -132,7 +156,8 @@ def text_features(text: str) -> list[float]:
         _damp(len(_CODE_SPAN.findall(text))),
         _damp(len(_NUMBER.findall(text))),
         math.log1p(len(text)) / 7.0,
-        1.0 if CUES["plan_start"].search(first) or CUES["plan_phrase"].search(first) else 0.0,
+        1.0 if _is_plan(first) else 0.0,
+        *sentence_features(text),
     ]
     return row
 
