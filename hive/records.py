@@ -48,6 +48,11 @@ def parse_iso(at: str) -> _dt.datetime:
     return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=_dt.UTC)
 
 
+# Schemas are built on first use, not at import: `hive --help` and a bee's start-up never pay for
+# validators they do not run.
+_DEFERRED = ConfigDict(defer_build=True)
+
+
 class Record(BaseModel):
     """Base of all records: tolerant of unknown fields, immutable once built.
 
@@ -55,7 +60,7 @@ class Record(BaseModel):
     ``null``), so the line could not be read back.
     """
 
-    model_config = ConfigDict(extra="allow", frozen=True, allow_inf_nan=False)
+    model_config = ConfigDict(extra="allow", frozen=True, allow_inf_nan=False, defer_build=True)
 
 
 # --------------------------------------------------------------------------- run.json
@@ -173,7 +178,7 @@ BoardRecord = Annotated[
     Note | Relation | Dispute | Resolution | Delivery | Verifier,
     Field(discriminator="type"),
 ]
-BOARD_ADAPTER: TypeAdapter[BoardRecord] = TypeAdapter(BoardRecord)
+BOARD_ADAPTER: TypeAdapter[BoardRecord] = TypeAdapter(BoardRecord, config=_DEFERRED)
 
 
 # --------------------------------------------------------------------------- gate.jsonl
@@ -354,7 +359,7 @@ class Report(Record):
 
 
 BeeMessage = Annotated[Ready | Utterance | Activity | Usage | Received | Report, Field(discriminator="type")]
-BEE_MESSAGE_ADAPTER: TypeAdapter[BeeMessage] = TypeAdapter(BeeMessage)
+BEE_MESSAGE_ADAPTER: TypeAdapter[BeeMessage] = TypeAdapter(BeeMessage, config=_DEFERRED)
 
 
 class InboxItem(Record):
@@ -388,7 +393,7 @@ class Stop(Record):
 
 
 CoordinatorMessage = Annotated[Notes | WrapUp | Stop, Field(discriminator="type")]
-COORDINATOR_MESSAGE_ADAPTER: TypeAdapter[CoordinatorMessage] = TypeAdapter(CoordinatorMessage)
+COORDINATOR_MESSAGE_ADAPTER: TypeAdapter[CoordinatorMessage] = TypeAdapter(CoordinatorMessage, config=_DEFERRED)
 
 
 SCHEMAS: dict[str, Any] = {
