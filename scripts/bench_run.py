@@ -61,7 +61,8 @@ def summarize(m: RunMeasurement) -> dict[str, float]:
         "wall": m.wall_s,
         "coordinator_cpu": m.coordinator_cpu_s,
         "total_cpu": m.total_cpu_s,
-        "utterances": sum(b.utterances for b in info.bees),
+        # run.json carries each bee's utterance count as an extra field (the record tolerates extras)
+        "utterances": sum(int((b.model_extra or {}).get("utterances", 0)) for b in info.bees),
         "notes": sum(isinstance(r, Note) for r in board),
         "deliveries": sum(isinstance(r, Delivery) for r in board),
         "judged": sum(g.source != "rule" for g in gates),
@@ -100,9 +101,9 @@ def main() -> None:
     print("| configuration | wall s | coordinator CPU s | total CPU s | utterances | notes | deliveries | judged |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     med = {name: {k: median([r[k] for r in rs]) for k in rs[0]} for name, rs in results.items()}
-    for name, m in med.items():
-        print(f"| {name} | {m['wall']:.2f} | {m['coordinator_cpu']:.2f} | {m['total_cpu']:.2f} | "
-              f"{m['utterances']:.0f} | {m['notes']:.0f} | {m['deliveries']:.0f} | {m['judged']:.0f} |")
+    for name, row in med.items():
+        print(f"| {name} | {row['wall']:.2f} | {row['coordinator_cpu']:.2f} | {row['total_cpu']:.2f} | "
+              f"{row['utterances']:.0f} | {row['notes']:.0f} | {row['deliveries']:.0f} | {row['judged']:.0f} |")
     on, off = med["gates active (local judge)"], med["gates off"]
     print(f"cost of judgment: wall {on['wall'] / off['wall']:.2f}x (+{on['wall'] - off['wall']:.2f} s), coordinator "
           f"CPU {on['coordinator_cpu'] / off['coordinator_cpu']:.2f}x "

@@ -45,7 +45,7 @@ def make_notes(n: int) -> list[Note]:
     for i in range(n):
         kind = rng.choice(kinds)
         text = utterance(rng, SUBSYSTEMS[i % len(SUBSYSTEMS)], kind)
-        notes.append(Note(id=f"n-{i + 1:05d}", bee=f"bee-{i % 6 + 1}", kind=kind, text=text,  # type: ignore[arg-type]
+        notes.append(Note(id=f"n-{i + 1:05d}", bee=f"bee-{i % 6 + 1}", kind=kind, text=text,
                           score=round(rng.random(), 4), utterance=f"bee-{i % 6 + 1}#{i // 6 + 1}",
                           decision=f"g-{i + 1:06d}"))
     return notes
