@@ -22,16 +22,34 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+# The vocabulary lives in hive.kinds (no heavy imports) and is re-exported here with the records using it.
+from hive.kinds import (
+    GATES as GATES,
+)
+from hive.kinds import (
+    NOTE_KINDS as NOTE_KINDS,
+)
+from hive.kinds import (
+    BeeOutcome as BeeOutcome,
+)
+from hive.kinds import (
+    DecisionSource as DecisionSource,
+)
+from hive.kinds import (
+    GateMode as GateMode,
+)
+from hive.kinds import (
+    NoteKind as NoteKind,
+)
+from hive.kinds import (
+    RelationKind as RelationKind,
+)
+from hive.kinds import (
+    RunStatus as RunStatus,
+)
+
 PROTOCOL_VERSION = 1
 
-NoteKind = Literal["finding", "dead_end", "decision", "blocker"]
-NOTE_KINDS: tuple[NoteKind, ...] = ("finding", "dead_end", "decision", "blocker")
-RelationKind = Literal["supersedes", "contradicts", "supports"]
-RunStatus = Literal["running", "finished", "interrupted", "failed"]
-GateMode = Literal["off", "shadow", "active"]
-DecisionSource = Literal["judge", "fallback", "rule", "shadow"]
-BeeOutcome = Literal["reported", "cut_short", "failed", "crashed"]
-GATES: tuple[str, ...] = ("publish", "deliver", "relate")
 
 
 def now_iso() -> str:

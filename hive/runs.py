@@ -8,12 +8,14 @@ import socket
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import orjson
-from pydantic import ValidationError
 
 from hive.errors import RunNotFound, UsageError
-from hive.records import RunInfo, RunStatus, parse_iso
+
+if TYPE_CHECKING:
+    from hive.records import RunInfo, RunStatus
 
 DEFAULT_RUNS_DIR = "runs"
 
@@ -67,6 +69,9 @@ class RunPaths:
 
 
 def load_run_info(paths: RunPaths) -> RunInfo:
+    from pydantic import ValidationError
+
+    from hive.records import RunInfo
     try:
         return RunInfo.model_validate(orjson.loads(paths.run_json.read_bytes()))
     except FileNotFoundError as e:
@@ -101,6 +106,7 @@ def effective_status(info: RunInfo) -> RunStatus:
 
 
 def duration_seconds(info: RunInfo) -> float | None:
+    from hive.records import parse_iso
     try:
         start = parse_iso(info.started_at)
         end = parse_iso(info.ended_at) if info.ended_at else datetime.now(UTC)

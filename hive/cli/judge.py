@@ -5,14 +5,17 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 
 from hive.cli.app import app
 from hive.cli.output import JsonOption, clip, print_json
 from hive.errors import UsageError
-from hive.records import NOTE_KINDS, GateDecision
+from hive.kinds import NOTE_KINDS
+
+if TYPE_CHECKING:
+    from hive.records import GateDecision
 
 T = TypeVar("T")
 

@@ -16,7 +16,7 @@ import typer
 from hive.cli.app import app
 from hive.cli.output import JsonOption, RunsDirOption, print_json
 from hive.errors import UsageError
-from hive.records import NOTE_KINDS
+from hive.kinds import NOTE_KINDS
 from hive.runs import resolve_run, runs_dir_from
 
 RunArgument = typer.Argument("latest", help="Run id, unique prefix, path, or 'latest'.")

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
-from hive.board import fold
 from hive.cli.app import app
 from hive.cli.output import JsonOption, RunsDirOption, clip, human_duration, print_json
 from hive.errors import StoreError, UsageError
-from hive.records import BOARD_ADAPTER, SCHEMAS, BoardRecord, Note, json_schema
 from hive.runs import (
     RunPaths,
     duration_seconds,
@@ -21,12 +19,16 @@ from hive.runs import (
     resolve_run,
     runs_dir_from,
 )
-from hive.store import read_all
+
+if TYPE_CHECKING:
+    from hive.records import BoardRecord
 
 
 @app.command("ls")
 def ls_command(runs_dir: Path | None = RunsDirOption, as_json: bool = JsonOption) -> None:
     """List runs with their status, problem, bees, duration and notes."""
+    from hive.records import Note
+
     rows: list[dict[str, Any]] = []
     for paths in list_run_dirs(runs_dir_from(runs_dir)):
         try:
@@ -70,6 +72,8 @@ def show_command(
     """Show a run's answer and its standing board."""
     paths = resolve_run(runs_dir_from(runs_dir), run)
     info = load_run_info(paths)
+    from hive.board import fold
+
     state = fold(_read_board(paths))
     answer = paths.answer.read_text(encoding="utf-8", errors="replace") if paths.answer.is_file() else None
     contested = state.contested_ids()
@@ -100,6 +104,9 @@ def show_command(
 
 
 def _read_board(paths: RunPaths) -> list[BoardRecord]:
+    from hive.records import BOARD_ADAPTER
+    from hive.store import read_all
+
     """The run's board records; corrupt lines are skipped with a warning, an unreadable file is bad input."""
     try:
         records, _ = read_all(paths.board, BOARD_ADAPTER)
@@ -110,9 +117,11 @@ def _read_board(paths: RunPaths) -> list[BoardRecord]:
 
 @app.command("schema")
 def schema_command(
-    name: str | None = typer.Argument(None, help=f"One of: {', '.join(SCHEMAS)}. Default: all."),
+    name: str | None = typer.Argument(None, help="A file or channel, e.g. board.jsonl. Default: all."),
 ) -> None:
     """Print the JSON Schema of each record type."""
+    from hive.records import SCHEMAS, json_schema
+
     if name is None:
         print_json({key: json_schema(key) for key in SCHEMAS})
         return
