@@ -82,9 +82,21 @@ class LocalTier:
         if missing:
             raise TierFailure("bad_request", f"{gate} state lacks text for {', '.join(missing)}")
         try:
+            if all(self.embedder.cached(text) for text in self._texts(gate, state)):
+                # Cached embeddings leave only the heads (well under a millisecond): a thread hop would cost more.
+                return self.answer_now(gate, questions, state)
             return await asyncio.to_thread(self.answer_now, gate, questions, state)
         except LocalModelError as exc:
             raise TierFailure("unexpected", str(exc)) from exc
+
+    @staticmethod
+    def _texts(gate: str, state: Mapping[str, Any]) -> list[str]:
+        """The texts :meth:`answer_now` embeds for ``gate``."""
+        if gate == "publish":
+            return [state["note"]]
+        if gate == "deliver":
+            return [state["note"], state["focus"]]
+        return [note_text(state["earlier"]), note_text(state["later"])]
 
     def answer_now(self, gate: str, questions: Sequence[Question], state: Mapping[str, Any]) -> TierResult:
         """The synchronous core of :meth:`answer` (blocking: runs the model on uncached texts)."""
