@@ -125,6 +125,8 @@ class Coordinator:
         self._kill_at: float | None = None
         self._tasks: asyncio.TaskGroup | None = None
         self._interrupts = 0
+        self._active = 0
+        """Bee tasks still running, their pipeline workers included."""
         self._repo_head = _git_head(opts.repo)
 
     # ------------------------------------------------------------------ view and records
@@ -252,6 +254,14 @@ class Coordinator:
         return path
 
     async def _bee_task(self, bee: BeeRun) -> None:
+        self._active += 1
+        try:
+            await self._run_bee(bee)
+        finally:
+            self._active -= 1
+
+    async def _run_bee(self, bee: BeeRun) -> None:
+        """Start the bee, feed its messages to the pipeline, give it an outcome, and drain its utterances."""
         assert self._tasks is not None
         worker = self._tasks.create_task(self.pipeline.worker(bee.id))
         if self.stopping is not None:
@@ -343,7 +353,9 @@ class Coordinator:
                     self._kill(bee, f"killed after the grace period ({self.stopping})")
             if self.stopping is None:
                 await self._spawn_verifiers()
-            if not live and self._settled():
+            # Done when no bee runs and no bee's utterances are still in the pipeline (a late note may
+            # still open a dispute that deserves a verifier).
+            if not live and self._active == 0 and self._settled():
                 return
 
     async def _watch(self, bee: BeeRun, now: float) -> None:
