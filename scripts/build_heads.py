@@ -22,6 +22,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from hive.judge.local import synthetic
 from hive.judge.local.embedder import Embedder
 from hive.judge.local.heads import (
     KINDS,
@@ -36,16 +37,19 @@ from hive.judge.local.heads import (
 DATA = Path(__file__).resolve().parent.parent / "hive" / "judge" / "local" / "data"
 FOLDS = 6
 LAMBDAS = (0.003, 0.01, 0.03, 0.1, 0.3)
-ITERATIONS = 1500
+# The publish heads read ~1400 inputs (embedding, cues, hashed n-grams): a shorter grid keeps the build fast.
+PUBLISH_LAMBDAS = (0.01, 0.03, 0.1)
+ITERATIONS = 300
 # Topics whose notes answer the same question: a root cause and its fix are about one code location.
 TOPIC_GROUP = {"cause": "code", "fix": "code"}
 # A reproduction and a later fix verification may or may not bear on each other: left unlabelled.
 AMBIGUOUS_GROUPS = frozenset({("repro", "code"), ("code", "repro")})
-# Our examples are cleaner than real agent narration (one speech act each, clear cue words), so a head
-# calibrated on them alone is overconfident on real text. The publish heads' logits are divided by this
-# one global factor on top of their out-of-fold calibration. It was chosen once, as the smallest round
-# factor that kept confident-wrong at or under 10% on the development set; no per-item tuning.
-PUBLISH_WIDENING = 2.5
+# Our examples are cleaner than real agent narration, so heads calibrated on them alone are overconfident on
+# real text. The publish heads' logits are divided by one global factor each on top of their out-of-fold
+# calibration. Each was chosen once from the coarse grid 1.5 / 2 / 2.5 / 3 as the smallest that kept
+# confident-wrong under 10% on the development set; no per-item tuning.
+KIND_WIDENING = 2.5
+NEWS_WIDENING = 2.0
 
 
 def read_jsonl(name: str) -> list[dict]:
@@ -77,8 +81,13 @@ def fit_linear(x: np.ndarray, y: np.ndarray, k: int, lam: float, weights: np.nda
     target = np.eye(k)[y] if k > 1 else y.reshape(-1, 1).astype(float)
     sample = (np.ones(n) if weights is None else weights).reshape(-1, 1)
     step = 0.5
-    for _ in range(ITERATIONS):
-        logits = z @ w + b
+    # Nesterov momentum: the same minimum as plain gradient descent in far fewer (fixed) iterations.
+    w_prev, b_prev = w.copy(), b.copy()
+    for t in range(ITERATIONS):
+        momentum = t / (t + 3)
+        w_look, b_look = w + momentum * (w - w_prev), b + momentum * (b - b_prev)
+        w_prev, b_prev = w, b
+        logits = z @ w_look + b_look
         if k > 1:
             logits -= logits.max(axis=1, keepdims=True)
             p = np.exp(logits)
@@ -86,8 +95,8 @@ def fit_linear(x: np.ndarray, y: np.ndarray, k: int, lam: float, weights: np.nda
         else:
             p = 1.0 / (1.0 + np.exp(-logits))
         grad = sample * (p - target) / sample.sum()
-        w -= step * (z.T @ grad + lam * w)
-        b -= step * grad.sum(axis=0)
+        w = w_look - step * (z.T @ grad + lam * w_look)
+        b = b_look - step * grad.sum(axis=0)
     return mean, scale, w, b
 
 
@@ -118,26 +127,30 @@ def out_of_fold(x: np.ndarray, y: np.ndarray, folds: np.ndarray, k: int, lam: fl
 
 
 def train_head(name: str, x: np.ndarray, y: np.ndarray, folds: np.ndarray, k: int,
-               report: dict[str, object], balanced: bool = False, widen: float = 1.0) -> tuple[Head, np.ndarray]:
+               report: dict[str, object], balanced: bool = False, widen: float = 1.0,
+               lambdas: tuple[float, ...] = LAMBDAS, scored: np.ndarray | None = None) -> tuple[Head, np.ndarray]:
     """Pick the L2 strength by out-of-fold NLL, calibrate on out-of-fold logits, refit on everything.
 
     ``balanced`` weighs both classes equally, for a head whose live base rate our examples cannot know.
+    ``scored`` (a mask) limits the L2 choice and the calibration to those rows' out-of-fold logits.
     Returns the head and its calibrated out-of-fold probabilities (fed to the heads built on top of it).
     """
     weights = balance(y) if balanced else np.ones(len(y))
+    rows = np.ones(len(y), dtype=bool) if scored is None else scored
     best: tuple[float, float, np.ndarray, np.ndarray] | None = None
-    for lam in LAMBDAS:
+    for lam in lambdas:
         oof = out_of_fold(x, y, folds, k, lam, weights)
+        z, yy, ww = oof[rows], y[rows], weights[rows]
         if k > 1:
             temps = np.exp(np.linspace(-1.5, 2.0, 141))
-            t_best = min(temps, key=lambda t: nll_softmax(oof, y, float(t)))
+            t_best = min(temps, key=lambda t: nll_softmax(z, yy, float(t)))
             calibration = np.array([t_best])
-            loss = nll_softmax(oof, y, float(t_best))
+            loss = nll_softmax(z, yy, float(t_best))
         else:
             grid = itertools.product(np.linspace(0.05, 2.0, 79), np.linspace(-3.0, 3.0, 61))
-            a_best, b_best = min(grid, key=lambda ab: nll_platt(oof[:, 0], y, ab[0], ab[1], weights))
+            a_best, b_best = min(grid, key=lambda ab: nll_platt(z[:, 0], yy, ab[0], ab[1], ww))
             calibration = np.array([a_best, b_best])
-            loss = nll_platt(oof[:, 0], y, a_best, b_best, weights)
+            loss = nll_platt(z[:, 0], yy, a_best, b_best, ww)
         if best is None or loss < best[0]:
             best = (loss, lam, calibration, oof)
     assert best is not None
@@ -155,21 +168,30 @@ def train_head(name: str, x: np.ndarray, y: np.ndarray, folds: np.ndarray, k: in
 
 
 def build(out: Path) -> dict[str, object]:
-    notes = read_jsonl("publish.jsonl")
+    notes = read_jsonl("publish.jsonl") + [vars(e) for e in synthetic.compose_examples()]
     scenarios = {s["sc"]: s for s in read_jsonl("scenarios.jsonl")}
+    scenarios.update({f"g{h:02d}": {"foci": synthetic.hunt_foci(h)} for h in range(len(synthetic.HUNTS))})
     embedder = Embedder()
     texts = [n["text"] for n in notes]
-    vectors = embedder.embed(texts)
+    # In chunks: one batch of every text would pad them all to the longest and need gigabytes.
+    vectors = [v for start in range(0, len(texts), 32) for v in embedder.embed(texts[start:start + 32])]
     by_id = {n["id"]: i for i, n in enumerate(notes)}
     report: dict[str, object] = {}
 
     x_pub = publish_inputs(vectors, texts)
-    folds = np.array([fold_of(n["sc"]) for n in notes])
+    # A composed example is scored by a head that never saw its core phrase (its hunt alone is not enough:
+    # the same phrase recurs across hunts, and a head that memorised it would look better than it is).
+    folds = np.array([n["core"] % FOLDS if "core" in n else fold_of(n["sc"]) for n in notes])
+    # The heads are calibrated on the hand-written notes only: each is scored by a head that saw neither
+    # its bug hunt nor its wording (the composed phrases are all different from ours), which is closer to
+    # how real narration will look to them than a composed example whose opener and tail it has seen.
+    hand_written = np.array(["core" not in n for n in notes])
     kind_y = np.array([KINDS.index("other" if n["kind"] == "routine" else n["kind"]) for n in notes])
     kind_head, kind_oof = train_head("kind", x_pub, kind_y, folds, len(KINDS), report,
-                                    widen=PUBLISH_WIDENING)
+                                    widen=KIND_WIDENING, lambdas=PUBLISH_LAMBDAS, scored=hand_written)
     news_y = np.array([int(n["news"]) for n in notes])
-    news_head, news_oof = train_head("news", x_pub, news_y, folds, 1, report, widen=PUBLISH_WIDENING)
+    news_head, news_oof = train_head("news", x_pub, news_y, folds, 1, report, widen=NEWS_WIDENING,
+                                     lambdas=PUBLISH_LAMBDAS, scored=hand_written)
 
     def note_probs(i: int) -> dict[str, float]:
         probs = {kind: float(kind_oof[i, j]) for j, kind in enumerate(KINDS)}
@@ -180,11 +202,16 @@ def build(out: Path) -> dict[str, object]:
     # board notes, so routine narration is left out). Useful when the note carries news and its topic is
     # one the focus works on; a capability complaint or a trivial re-location is not useful anywhere.
     deliver_x, deliver_y, deliver_folds = [], [], []
+    hunts = sorted(sc for sc in scenarios if sc.startswith("s"))
     for i, note in enumerate(notes):
         scenario = scenarios.get(note["sc"])
-        if scenario is None or note["kind"] == "routine":
+        if scenario is None or note["kind"] == "routine" or not note["sc"].startswith("s"):
             continue
-        for focus in scenario["foci"]:
+        # Each note also meets one focus of the next hunt: a note about another subsystem is not useful,
+        # whatever it says, which is what teaches the head that sharing terms with the focus matters.
+        elsewhere = scenarios[hunts[(hunts.index(note["sc"]) + 1) % len(hunts)]]["foci"]
+        foreign = elsewhere[int(note["id"].split("-")[-1]) % len(elsewhere)]
+        for focus in [*scenario["foci"], {"focus": foreign["focus"], "topics": []}]:
             cos = embedder.similarity(note["text"], focus["focus"])
             deliver_x.append(deliver_inputs(cos, note["text"], focus["focus"], note_probs(i)))
             deliver_y.append(int(note["news"] and note["topic"] in focus["topics"]))
@@ -195,7 +222,7 @@ def build(out: Path) -> dict[str, object]:
     # relate: ordered pairs of notes a bee would have posted (not routine) within one scenario. Related when
     # both answer the same question (same topic group); reproduction vs fix pairs are left out as ambiguous.
     relate_x, relate_y, relate_folds = [], [], []
-    posted = [n for n in notes if n["kind"] != "routine" and n["sc"] in scenarios]
+    posted = [n for n in notes if n["kind"] != "routine" and n["sc"].startswith("s")]
     for a, b in itertools.combinations(posted, 2):
         if a["sc"] != b["sc"]:
             continue

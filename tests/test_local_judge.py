@@ -9,7 +9,8 @@ import pytest
 
 from hive.judge.base import TierFailure
 from hive.judge.local import LocalTier
-from hive.judge.local.features import identifiers, overlap, text_features
+from hive.judge.local.features import HASHED_DIM, hashed_ngrams, identifiers, overlap, text_features
+from hive.judge.local.synthetic import HUNTS, compose_examples
 from hive.judge.local.tier import note_text
 from hive.judge.questions import BooleanQuestion, ChoiceQuestion
 
@@ -157,3 +158,24 @@ def test_cue_features_and_overlap() -> None:
     assert "load_section" in identifiers(TRACEBACK_FINDING)
     assert overlap(set(), {"a"}) == (0.0, 0.0, 0.0)
     assert overlap({"a", "b"}, {"b"}) == (0.5, 1.0, 1.0)
+
+
+def test_hashed_ngrams_are_stable_unit_vectors() -> None:
+    row = hashed_ngrams(PLAN)
+    assert len(row) == HASHED_DIM
+    assert math.isclose(sum(v * v for v in row), 1.0, rel_tol=1e-9)
+    assert row == hashed_ngrams(PLAN)
+    assert row != hashed_ngrams(TRACEBACK_FINDING)
+    assert hashed_ngrams("") == [0.0] * HASHED_DIM
+
+
+def test_composed_examples_are_deterministic_and_follow_the_label_guidelines() -> None:
+    examples = compose_examples(per_hunt=12)
+    assert examples == compose_examples(per_hunt=12)
+    assert len(examples) == 12 * len(HUNTS)
+    assert {e.kind for e in examples} == {"routine", "finding", "dead_end", "decision", "blocker"}
+    assert not any(e.news for e in examples if e.kind == "routine")
+    assert all("{" not in e.text for e in examples)
+    blockers = [e for e in examples if e.kind == "blocker"]
+    assert all(e.news for e in blockers if "No module named" in e.text)
+    assert not any(e.news for e in blockers if "interface" in e.text)
