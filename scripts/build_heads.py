@@ -46,9 +46,10 @@ TOPIC_GROUP = {"cause": "code", "fix": "code"}
 AMBIGUOUS_GROUPS = frozenset({("repro", "code"), ("code", "repro")})
 # Our examples are cleaner than real agent narration, so heads calibrated on them alone are overconfident on
 # real text. The publish heads' logits are divided by one global factor each on top of their out-of-fold
-# calibration. Each was chosen once from the coarse grid 1.5 / 2 / 2.5 / 3 as the smallest that kept
-# confident-wrong under 10% on the development set; no per-item tuning.
-KIND_WIDENING = 2.5
+# calibration, from the coarse grid 1.5 / 2 / 2.5 / 3; no per-item tuning. News uses the smallest that kept
+# confident-wrong under 10% on the development set; kind uses the next step up, because at 2.5 kind sat at
+# 9.9% there, with no margin for text the heads have never seen.
+KIND_WIDENING = 3.0
 NEWS_WIDENING = 2.0
 
 

@@ -74,9 +74,8 @@ _CORES: tuple[tuple[str, bool, str, str], ...] = (
     ("routine", False, "cause", "Let's search for the definition of `{func}` to see how it handles `{arg}`."),
     ("routine", False, "cause", "The file `{file}` is now open, but the `{func}` method is not in view yet. Let's "
      "scroll down to find it."),
-    ("routine", False, "cause", "To better understand the context of the issue, I will perform the following search "
-     "API calls: 1. `search_class(\"{cls}\")` to see the class definition. 2. `search_method_in_file(\"{func}\", "
-     "\"{file}\")` to see how it treats `{arg}`. 3. `search_code(\"{arg}\")` to find other places that use it."),
+    ("routine", False, "cause", "Before changing anything I want three lookups: where `{cls}` is defined, how `{func}` in `{file}` "
+     "handles `{arg}`, and every other caller that passes `{arg}` in. I'll run those searches one after another."),
     ("routine", False, "cause", "Now that I have the context of `{func}`, I need to understand how `{arg}` is passed "
      "in. Let me search for the callers of `{func}` in `{file2}`."),
     ("routine", False, "cause", "The search returned {n} matches in {m} files. The most promising one seems to be "
@@ -165,8 +164,8 @@ _CORES: tuple[tuple[str, bool, str, str], ...] = (
     ("blocker", True, "env", "Running the script fails immediately with `ModuleNotFoundError: No module named "
      "'{mod}'`. The package is not installed in this environment and cannot be installed, so nothing that imports "
      "`{repo}` can run here."),
-    ("blocker", True, "env", "The error indicates that the `capture_output` argument is not supported in the version "
-     "of Python being used, which is Python 3.6, so the helper script cannot run as written."),
+    ("blocker", True, "env", "Python here is 3.6, and `subprocess.run` rejects the keyword our helper script passes, "
+     "so the script stops before it reaches `{func}`; the interpreter is too old for it as written."),
     ("blocker", True, "env", "The test run timed out after 300 seconds before a single test in `{test}` finished, so "
      "the suite cannot be used to check the change."),
     ("blocker", True, "env", "We cannot find `{file}` in the current environment: the project files do not seem to "
@@ -196,9 +195,8 @@ _CORES: tuple[tuple[str, bool, str, str], ...] = (
     ("routine", False, "fix", "The `{func}` method has been updated to check `{arg}` before using it. This change "
      "aims to address the issue by making sure the value is valid early in the process, and it should not affect "
      "the other code paths."),
-    ("routine", False, "fix", "Now that the change to `{file}` is in place, the next logical step would be to make "
-     "sure it does not introduce syntax errors or unintended consequences. Normally this would involve running the "
-     "test suite for `{cls}`."),
+    ("routine", False, "fix", "With `{file}` changed, what remains is checking that nothing else broke: I would run "
+     "the `{cls}` tests and read the diff once more for typos before calling it done."),
     ("routine", False, "cause", "In order to understand how `{arg}` flows through `{cls}`, I would like to gather "
      "more context. Specifically, I want to see the signature of `{func}` and the places where `{cls}` is "
      "instantiated, which should tell us whether the value is normalised anywhere."),
@@ -212,9 +210,8 @@ _CORES: tuple[tuple[str, bool, str, str], ...] = (
      "edit."),
     ("routine", False, "cause", "The `{file2}` module provides general helpers used across `{repo}`, as described "
      "in its docstring. It is referenced by `{func}`, so it may be relevant, but nothing in it stands out yet."),
-    ("finding", True, "repro", "The script successfully replicated the bug as described in the issue, confirming "
-     "that passing `{arg}` leads to a `{exc}`. The next step is to locate the part of `{file}` where this happens "
-     "so that we can understand the cause."),
+    ("finding", True, "repro", "Running the reproduction gives the `{exc}` from the report when `{arg}` is passed, "
+     "every time. Now I'll find where in `{file}` it is raised to work out why."),
     ("finding", True, "cause", "The search results indicate that `{arg}` is only read in `{func}`, at line {line} "
      "of `{file}`, and nowhere in `{file2}`. This suggests that `{func}` is the only place where the value can be "
      "lost, which narrows the search considerably."),
@@ -224,14 +221,13 @@ _CORES: tuple[tuple[str, bool, str, str], ...] = (
     ("finding", True, "cause", "It appears that `{cls}` overrides `{func}` and does not call the parent "
      "implementation, so the handling of `{arg}` added upstream never runs for this class. This could explain why "
      "only `{cls}` is affected."),
-    ("finding", True, "fix", "The script ran successfully without encountering the `{exc}`, which indicates that "
-     "the change in `{file}` resolves the issue. The output now matches the expected result from the report."),
+    ("finding", True, "fix", "After the change in `{file}` the reproduction finishes with no `{exc}` and prints "
+     "the values the report expected, so that change fixes it."),
     ("finding", True, "cause", "The error occurs because `{func}` divides by the length of `{arg}` at line {line}, "
      "and that length is zero when the input is empty. This happens whenever the caller passes an empty value, "
      "which the issue's example does."),
-    ("dead_end", True, "repro", "The output indicates that the script ran without encountering the `{exc}` "
-     "mentioned in the issue description. This could be due to differences in the environment, or we may not have "
-     "reproduced the exact conditions of the bug."),
+    ("dead_end", True, "repro", "No `{exc}` appeared when the reproduction ran, unlike in the report; either this "
+     "setup differs from the reporter's or my script misses a condition the bug needs."),
     ("dead_end", True, "cause", "It appears that `{func}` is not present in `{file2}` at all. This suggests that the "
      "behaviour is handled in a different part of `{repo}`, so my first guess about the location was wrong."),
     ("dead_end", True, "cause", "After looking more closely at `{file2}`, it seems the problem might not be related "
@@ -259,8 +255,8 @@ _CORES: tuple[tuple[str, bool, str, str], ...] = (
     ("blocker", True, "env", "Running the reproduction fails with `ImportError: No module named '{mod}'`. The "
      "dependency is missing from the environment and pip cannot reach the package index, so we cannot run anything "
      "that imports `{repo}`."),
-    ("blocker", False, "env", "Given the constraints of this environment and the repeated errors, I will provide "
-     "guidance on how the change to `{func}` should look, but I won't attempt another direct edit of `{file}`."),
+    ("blocker", False, "env", "After several failed edits I'll stop editing `{file}` here and instead describe "
+     "what the change to `{func}` should be, since this interface keeps rejecting my attempts."),
     ("blocker", False, "env", "Without the ability to directly run and test the code, and given the complexity of "
      "`{cls}`, proposing a precise patch is challenging. I can only describe the likely change in general terms."),
     ("blocker", False, "env", "As an assistant working through this command-line interface, I do not execute "
@@ -293,7 +289,7 @@ _ELABORATIONS: dict[str, tuple[str, ...]] = {
         "That would explain why only some users see the `{exc}`.",
     ),
     "dead_end": (
-        "This could be due to differences in the environment or in the installed version.",
+        "Perhaps the installed version differs from the one in the report.",
         "So the cause must be somewhere else, probably closer to `{func}`.",
         "We need a different approach.",
         "It seems my first hypothesis was wrong.",
