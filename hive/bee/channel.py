@@ -150,7 +150,3 @@ class MemoryChannel:
         if message is None:
             self._queue.task_done()
         return message
-
-    def of_type(self, kind: str) -> list[BeeMessage]:
-        """The sent messages of one ``type`` (``utterance``, ``activity``, …), in order."""
-        return [m for m in self.sent if m.type == kind]

@@ -19,11 +19,6 @@ def print_json(value: Any) -> None:
     sys.stdout.flush()
 
 
-def print_json_line(value: Any) -> None:
-    sys.stdout.buffer.write(orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS) + b"\n")
-    sys.stdout.flush()
-
-
 def clip(text: str, width: int) -> str:
     text = " ".join(text.split())
     return text if len(text) <= width else text[: max(0, width - 1)] + "…"

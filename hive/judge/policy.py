@@ -33,9 +33,6 @@ UNTRUSTED_TIER = "untrusted"
 NO_TIER = "none"
 """The ``tier`` of a neutral answer to a question every trusted tier failed or abstained on."""
 
-CONFIDENT_ZONES: frozenset[str] = frozenset({"yes", "no", "picked", "escape"})
-
-
 def boolean_zone(p: float) -> Zone:
     """``yes`` at p ≥ 0.8, ``no`` at p ≤ 0.2, else ``unsure``."""
     if p >= YES_AT:

@@ -29,7 +29,6 @@ if TYPE_CHECKING:
 
 Vector = npt.NDArray[np.float32]
 
-DIM = 384
 MAX_TOKENS = 256
 """Agent utterances are clipped to ~700 characters upstream, i.e. well under 256 word pieces."""
 VOCAB_SHA256 = "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3"

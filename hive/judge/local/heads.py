@@ -30,14 +30,6 @@ Array = npt.NDArray[np.float64]
 KINDS = ("other", "finding", "dead_end", "decision", "blocker")
 HEADS_FILE = "heads.npz"
 
-DELIVER_FEATURES = (
-    "cos", "jaccard", "overlap", "focus_recall", "ident_recall", "p_news", "p_other", "p_blocker",
-    "news_x_cos", "news_x_recall",
-)
-RELATE_FEATURES = (
-    "cos", "jaccard", "overlap", "ident_jaccard", "ident_shared", "same_bee", "p_other_min", "blocker_both",
-    "env_pair", "cos_x_same_bee",
-)
 
 
 def publish_inputs(vectors: list[Vector], texts: list[str]) -> Array:

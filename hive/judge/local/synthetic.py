@@ -74,8 +74,9 @@ _CORES: tuple[tuple[str, bool, str, str], ...] = (
     ("routine", False, "cause", "Let's search for the definition of `{func}` to see how it handles `{arg}`."),
     ("routine", False, "cause", "The file `{file}` is now open, but the `{func}` method is not in view yet. Let's "
      "scroll down to find it."),
-    ("routine", False, "cause", "Before changing anything I want three lookups: where `{cls}` is defined, how `{func}` in `{file}` "
-     "handles `{arg}`, and every other caller that passes `{arg}` in. I'll run those searches one after another."),
+    ("routine", False, "cause", "Before changing anything I want three lookups: where `{cls}` is defined, how "
+     "`{func}` in `{file}` handles `{arg}`, and every other caller that passes `{arg}` in. I'll run those searches "
+     "one after another."),
     ("routine", False, "cause", "Now that I have the context of `{func}`, I need to understand how `{arg}` is passed "
      "in. Let me search for the callers of `{func}` in `{file2}`."),
     ("routine", False, "cause", "The search returned {n} matches in {m} files. The most promising one seems to be "
