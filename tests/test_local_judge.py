@@ -4,6 +4,7 @@ and ranking sanity on invented examples. No timing assertions (speed lives in sc
 from __future__ import annotations
 
 import math
+import zlib
 
 import pytest
 
@@ -167,6 +168,14 @@ def test_hashed_ngrams_are_stable_unit_vectors() -> None:
     assert row == hashed_ngrams(PLAN)
     assert row != hashed_ngrams(TRACEBACK_FINDING)
     assert hashed_ngrams("") == [0.0] * HASHED_DIM
+
+
+def test_hashed_ngrams_tell_an_opening_from_the_same_words_later() -> None:
+    """ "Let's open it" opens a plan; the same words after a fact do not make the utterance a plan."""
+    opening_bucket = zlib.crc32(b"^let's") % HASHED_DIM
+    assert hashed_ngrams("let's open the parser after the traceback")[opening_bucket] > 0
+    later = hashed_ngrams("the traceback printed by the failing test names the parser, so let's open it")
+    assert later[opening_bucket] == 0
 
 
 def test_composed_examples_are_deterministic_and_follow_the_label_guidelines() -> None:

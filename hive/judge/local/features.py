@@ -165,19 +165,24 @@ def text_features(text: str) -> list[float]:
 
 
 HASHED_DIM = 1024
+OPENING_WORDS = 8
 _HASH_WORD = re.compile(r"[a-z']+")
 
 
 def hashed_ngrams(text: str, dim: int = HASHED_DIM) -> list[float]:
-    """Word unigrams and bigrams hashed into ``dim`` buckets (log counts, unit length).
+    """Word unigrams and bigrams, plus the opening words marked as such, hashed into ``dim`` buckets (log
+    counts, unit length).
 
     The cue families above are hand-picked; real narration words its speech acts in more ways than we can
     list ("ran successfully without", "is not present in", "the next step is"). Hashed n-grams let the heads
     learn such phrasing from the labelled examples; the heads' L2 penalty keeps any one bucket from ruling.
-    CRC32 rather than ``hash()`` so the buckets are the same in every process."""
+    The opening words get buckets of their own because an utterance's first words usually say what it is
+    ("The output shows", "Let's", "It appears", "Given the"). CRC32 rather than ``hash()`` so the buckets are
+    the same in every process."""
     row = [0.0] * dim
     words = _HASH_WORD.findall(text.lower())
-    for gram in (*words, *(f"{a} {b}" for a, b in itertools.pairwise(words))):
+    grams = (*words, *(f"{a} {b}" for a, b in itertools.pairwise(words)), *(f"^{w}" for w in words[:OPENING_WORDS]))
+    for gram in grams:
         row[zlib.crc32(gram.encode()) % dim] += 1.0
     logs = [math.log1p(c) for c in row]
     norm = math.sqrt(sum(v * v for v in logs)) or 1.0
