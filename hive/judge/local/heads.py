@@ -81,7 +81,10 @@ class Head:
 
     def predict(self, x: Array) -> Array:
         """Probabilities: (n, k) for softmax heads, (n,) for logistic heads."""
-        z = self.logits(x)
+        return self.calibrated(self.logits(x))
+
+    def calibrated(self, z: Array) -> Array:
+        """Probabilities from raw logits ``z`` (n, outputs) through this head's calibration."""
         if z.shape[1] == 1:
             a, b = self.calibration
             yes: Array = 1.0 / (1.0 + np.exp(-(a * z[:, 0] + b)))

@@ -370,13 +370,3 @@ def compose_examples(per_hunt: int = 30) -> list[Example]:
                 news=news, text=_compose(kind, core, hunt, rng), core=index[chosen],
             ))
     return examples
-
-
-def hunt_foci(h: int) -> list[dict[str, object]]:
-    """The three angles a coordinator might assign on hunt ``h``, each naming the topics it works on."""
-    hunt = HUNTS[h]
-    return [
-        {"focus": f"reproduce the problem where {hunt.symptom} with a minimal script", "topics": ["repro", "env"]},
-        {"focus": f"trace how {hunt.func} in {hunt.file} handles {hunt.arg}", "topics": ["cause", "fix", "env"]},
-        {"focus": f"review the tests for {hunt.cls} in {hunt.test}", "topics": ["tests"]},
-    ]
