@@ -4,16 +4,12 @@ and ranking sanity on invented examples. No timing assertions (speed lives in sc
 from __future__ import annotations
 
 import math
-import time
 import zlib
-from concurrent.futures import ThreadPoolExecutor
 
-import numpy as np
 import pytest
 
 from hive.judge.base import TierFailure
 from hive.judge.local import LocalTier
-from hive.judge.local.embedder import Embedder
 from hive.judge.local.features import HASHED_DIM, hashed_ngrams, identifiers, overlap, text_features
 from hive.judge.local.synthetic import HUNTS, compose_examples
 from hive.judge.local.tier import note_text
@@ -93,27 +89,6 @@ async def test_a_note_is_embedded_once_across_the_three_gates() -> None:
     await local.answer("relate", [RELATION], {"earlier": f"b2 (finding): {TRACEBACK_FINDING}",
                                               "later": f"b1 (finding): {note}", "same_bee": False, "goal": ""})
     assert local.embedder.texts_embedded == 3  # the rendered "<bee> (<kind>): " prefix does not defeat the cache
-
-
-def test_texts_arriving_while_the_model_is_busy_share_one_batch() -> None:
-    """Six bees speaking at once: their texts wait for the busy model and then go through it together."""
-    embedder = Embedder()
-    embedder.load()
-    busy = [f"warm-up utterance {i}: " + "the exporter opens a cursor and reads another page of rows " * 6
-            for i in range(64)]
-    burst = [f"bee {i}: `export_rows` drops the last page when the batch size divides the row count"
-             for i in range(6)]
-    with ThreadPoolExecutor(max_workers=7) as pool:
-        occupied = pool.submit(embedder.embed, busy)
-        while not embedder._lock.locked():  # the model is now busy with the first two batches
-            time.sleep(0.001)
-        vectors = list(pool.map(lambda text: embedder.embed([text])[0], burst))
-        occupied.result()
-    assert embedder.texts_embedded == len(busy) + len(burst)
-    assert embedder.model_runs <= 2 + 2  # two batches of 32 for the warm-up; the burst in one (two at worst)
-    alone = Embedder()
-    for text, vector in zip(burst, vectors, strict=True):
-        assert float(np.dot(vector, alone.embed([text])[0])) > 0.9999  # padding in a batch changes nothing
 
 
 async def test_relation_stays_unsure_between_the_three_relations_and_says_so(tier: LocalTier) -> None:

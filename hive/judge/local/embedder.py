@@ -33,8 +33,6 @@ MAX_TOKENS = 256
 """Agent utterances are clipped to ~700 characters upstream, i.e. well under 256 word pieces."""
 VOCAB_SHA256 = "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3"
 CACHE_SIZE = 4096
-MAX_BATCH = 32
-"""Texts per model run: a batch pads every text to the longest, so an unbounded one could need gigabytes."""
 
 
 class LocalModelError(HiveError):
@@ -53,16 +51,11 @@ class Embedder:
         self._cache: OrderedDict[str, Vector] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
-        self._waiting: dict[str, None] = {}
-        """Texts that callers blocked on ``_lock`` still need: whoever runs the model next embeds them too."""
-        self._waiting_lock = threading.Lock()
         self._session: onnxruntime.InferenceSession | None = None
         self._tokenizer: Tokenizer | None = None
         self._needs_token_types = False
         self.texts_embedded = 0
         """How many texts went through the model (cache misses), for tests and benchmarks."""
-        self.model_runs = 0
-        """How many batches went through the model, for tests and benchmarks."""
 
     def load(self) -> None:
         """Load the tokenizer and the ONNX session now instead of on the first call."""
@@ -103,26 +96,13 @@ class Embedder:
         return text in self._cache
 
     def embed(self, texts: Sequence[str]) -> list[Vector]:
-        """Unit vectors for ``texts``; only texts not in the cache go through the model, in one batch.
-
-        Callers that arrive while the model is busy (six bees speaking at once) leave their texts in
-        ``_waiting``; the next caller to get the model embeds all of them in one batch, so a burst costs
-        about one padded batch instead of a queue of single runs, and the others find their vectors cached.
-        """
-        with self._waiting_lock:
-            self._waiting.update(dict.fromkeys(t for t in texts if t not in self._cache))
+        """Unit vectors for ``texts``; only texts not in the cache go through the model, in one batch."""
         with self._lock:
-            with self._waiting_lock:
-                missing = [t for t in self._waiting if t not in self._cache]
-                self._waiting.clear()
-            missing += [t for t in dict.fromkeys(texts) if t not in self._cache and t not in missing]
+            missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
             if missing:
                 self._load_locked()
-                for start in range(0, len(missing), MAX_BATCH):
-                    batch = missing[start:start + MAX_BATCH]
-                    for text, vector in zip(batch, self._run(batch), strict=True):
-                        self._cache[text] = vector
-                    self.model_runs += 1
+                for text, vector in zip(missing, self._run(missing), strict=True):
+                    self._cache[text] = vector
                 self.texts_embedded += len(missing)
             out = []
             for text in texts:
