@@ -8,11 +8,12 @@ own limits, and they measure how much two texts share in concrete terms (identif
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import re
 import zlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -121,45 +122,83 @@ _STOP = frozenset((
 SENTENCE_FEATURES = ("fact_sentence", "negative_sentence", "commit_sentence", "plan_share", "last_sentence_plan")
 TEXT_FEATURES = (*CUES, "path_line", "code_spans", "numbers", "length", "first_sentence_plan", *SENTENCE_FEATURES)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+_FIRST_SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+_LOWERED_CUES: dict[str, re.Pattern[str]] = {name: re.compile(p.pattern.lower()) for name, p in CUES.items()}
+r"""The cues without IGNORECASE, for lower-cased text: ``re`` runs case-folded alternations two to four times
+slower. The cue patterns use no upper-case escapes (``\S``, ``\W``...), which lower-casing would change."""
+_UNANCHORED_CUES = frozenset(name for name, p in CUES.items() if not re.search(r"(?<!\[)\^|\$", p.pattern))
+"""Cues with no ``^``/``$`` anchor (a ``[^`` class is no anchor) match a sentence only if they match the whole
+text: sentences are split at white space, so a match inside one sees the same characters and the same word
+boundaries in the whole text."""
+CACHE_SIZE = 4096
 
 
 def _damp(count: int) -> float:
     return math.log1p(count) / math.log(10)
 
 
-def _is_plan(sentence: str) -> bool:
-    return bool(CUES["plan_start"].search(sentence) or CUES["plan_phrase"].search(sentence))
+def _cue_view(text: str) -> tuple[str, Mapping[str, re.Pattern[str]]]:
+    """The text and the cue patterns to search it with, equivalent to ``CUES`` on ``text``.
+
+    Where every character is ASCII or has no case, an IGNORECASE match is a case-sensitive match of the
+    lower-cased pattern in the lower-cased text, at the same offsets; other text keeps the IGNORECASE cues
+    (Unicode case folding pairs some letters, such as the Kelvin sign with k, that ``str.lower`` does not)."""
+    if all(c.isascii() or c.lower() == c == c.upper() for c in set(text)):
+        return text.lower(), _LOWERED_CUES
+    return text, CUES
 
 
-def sentence_features(text: str) -> list[float]:
-    """Cues per sentence. Agents write a fact and then a plan ("X confirms the bug. Next, let's open Y");
-    the text is worth what its most informative sentence is worth, so a plan tail must not hide the fact."""
-    sentences = [s for s in _SENTENCE_END.split(text.strip()) if s.strip()] or [text]
-    plans = [_is_plan(s) for s in sentences]
+@functools.lru_cache(maxsize=CACHE_SIZE)
+def cue_hits(text: str) -> frozenset[str]:
+    """Names of the ``CUES`` found anywhere in ``text`` (cached: publish, deliver and relate share it)."""
+    subject, cues = _cue_view(text)
+    return frozenset(name for name, pattern in cues.items() if pattern.search(subject))
 
-    def any_unplanned(cue: str) -> float:
-        return 1.0 if any(CUES[cue].search(s) and not plan for s, plan in zip(sentences, plans, strict=True)) else 0.0
+
+def _is_plan(sentence: str, cues: Mapping[str, re.Pattern[str]], hits: frozenset[str]) -> bool:
+    return bool(cues["plan_start"].search(sentence) or ("plan_phrase" in hits and cues["plan_phrase"].search(sentence)))
+
+
+def _sentence_features(subject: str, cues: Mapping[str, re.Pattern[str]], hits: frozenset[str]) -> list[float]:
+    sentences = [s for s in _SENTENCE_END.split(subject.strip()) if s.strip()] or [subject]
+    plans = [_is_plan(s, cues, hits) for s in sentences]
+
+    def any_sentence(cue: str, unplanned: bool) -> float:
+        if cue in _UNANCHORED_CUES and cue not in hits:
+            return 0.0
+        pattern = cues[cue]
+        found = any(pattern.search(s) and not (unplanned and plan) for s, plan in zip(sentences, plans, strict=True))
+        return 1.0 if found else 0.0
 
     return [
-        any_unplanned("observed"),
-        any_unplanned("negative_result"),
-        1.0 if any(CUES["fix_commit"].search(s) for s in sentences) else 0.0,
+        any_sentence("observed", unplanned=True),
+        any_sentence("negative_result", unplanned=True),
+        any_sentence("fix_commit", unplanned=False),
         sum(plans) / len(sentences),
         1.0 if plans[-1] else 0.0,
     ]
 
 
+def sentence_features(text: str) -> list[float]:
+    """Cues per sentence. Agents write a fact and then a plan ("X confirms the bug. Next, let's open Y");
+    the text is worth what its most informative sentence is worth, so a plan tail must not hide the fact."""
+    subject, cues = _cue_view(text)
+    return _sentence_features(subject, cues, cue_hits(text))
+
+
 def text_features(text: str) -> list[float]:
     """One row of cue features for a single utterance, in the order of ``TEXT_FEATURES``."""
-    row = [1.0 if pattern.search(text) else 0.0 for pattern in CUES.values()]
-    first = re.split(r"(?<=[.!?])\s", text.strip(), maxsplit=1)[0]
+    hits = cue_hits(text)
+    subject, cues = _cue_view(text)
+    row = [1.0 if name in hits else 0.0 for name in CUES]
+    first = _FIRST_SENTENCE_END.split(subject.strip(), maxsplit=1)[0]
     row += [
         _damp(len(_PATH_LINE.findall(text))),
         _damp(len(_CODE_SPAN.findall(text))),
         _damp(len(_NUMBER.findall(text))),
         math.log1p(len(text)) / 7.0,
-        1.0 if _is_plan(first) else 0.0,
-        *sentence_features(text),
+        1.0 if _is_plan(first, cues, hits) else 0.0,
+        *_sentence_features(subject, cues, hits),
     ]
     return row
 
@@ -179,23 +218,30 @@ def hashed_ngrams(text: str, dim: int = HASHED_DIM) -> list[float]:
     The opening words get buckets of their own because an utterance's first words usually say what it is
     ("The output shows", "Let's", "It appears", "Given the"). CRC32 rather than ``hash()`` so the buckets are
     the same in every process."""
-    row = [0.0] * dim
     words = _HASH_WORD.findall(text.lower())
     grams = (*words, *(f"{a} {b}" for a, b in itertools.pairwise(words)), *(f"^{w}" for w in words[:OPENING_WORDS]))
-    for gram in grams:
-        row[zlib.crc32(gram.encode()) % dim] += 1.0
-    logs = [math.log1p(c) for c in row]
+    counts = np.bincount(np.fromiter((zlib.crc32(g.encode()) for g in grams), np.int64) % dim, minlength=dim)
+    buckets = np.flatnonzero(counts).tolist()
+    # math.log1p and a left-to-right sum over the filled buckets (empty ones add exact zeros), so the values
+    # are bit for bit those the heads were trained on.
+    logs = [math.log1p(c) for c in counts[buckets].tolist()]
     norm = math.sqrt(sum(v * v for v in logs)) or 1.0
-    return [v / norm for v in logs]
+    row = [0.0] * dim
+    for bucket, value in zip(buckets, logs, strict=True):
+        row[bucket] = value / norm
+    return row
 
 
-def content_words(text: str) -> set[str]:
-    """Lower-case words of three or more characters that carry content (stop words removed)."""
-    return {w.lower().strip("./-") for w in _WORD.findall(text)} - _STOP - {""}
+@functools.lru_cache(maxsize=CACHE_SIZE)
+def content_words(text: str) -> frozenset[str]:
+    """Lower-case words of three or more characters that carry content (stop words removed); cached, since
+    deliver and relate ask for the same note's words several times."""
+    return frozenset({w.lower().strip("./-") for w in _WORD.findall(text)} - _STOP - {""})
 
 
-def identifiers(text: str) -> set[str]:
-    """Code-like names: what appears inside backticks, split into dotted and underscored parts too."""
+@functools.lru_cache(maxsize=CACHE_SIZE)
+def identifiers(text: str) -> frozenset[str]:
+    """Code-like names: what appears inside backticks, split into dotted and underscored parts too (cached)."""
     names: set[str] = set()
     for span in _CODE_SPAN.findall(text):
         for ident in _IDENT.findall(span):
@@ -203,10 +249,10 @@ def identifiers(text: str) -> set[str]:
             if len(lowered) >= 3:
                 names.add(lowered)
                 names.update(p for p in re.split(r"[._/]", lowered) if len(p) >= 4)
-    return names
+    return frozenset(names)
 
 
-def overlap(a: set[str], b: set[str]) -> tuple[float, float, float]:
+def overlap(a: frozenset[str] | set[str], b: frozenset[str] | set[str]) -> tuple[float, float, float]:
     """(Jaccard, overlap coefficient, share of ``b`` found in ``a``); zeros for empty sets."""
     if not a or not b:
         return 0.0, 0.0, 0.0

@@ -55,8 +55,7 @@ def relate_inputs(
     jaccard, overlap, _ = F.overlap(F.content_words(earlier), F.content_words(later))
     ids_a, ids_b = F.identifiers(earlier), F.identifiers(later)
     ident_jaccard = F.overlap(ids_a, ids_b)[0]
-    env = F.CUES["env_missing"]
-    env_pair = float(bool(env.search(earlier)) and bool(env.search(later)))
+    env_pair = float("env_missing" in F.cue_hits(earlier) and "env_missing" in F.cue_hits(later))
     return [
         cos, jaccard, overlap, ident_jaccard, float(np.log1p(len(ids_a & ids_b))), float(same_bee),
         min(earlier_probs["other"], later_probs["other"]), earlier_probs["blocker"] * later_probs["blocker"],
