@@ -1,4 +1,5 @@
-"""bash in bubblewrap: nothing written outside a private /tmp, no network, no secrets, no escaping process.
+"""bash in bubblewrap: nothing written outside a private /tmp, no network, no secrets, no escaping process,
+and no command that can take the machine's memory, disk or process table.
 
 Each test attacks the sandbox the way a model could, through the tool's one argument, and checks the host
 afterwards. They need a working ``bwrap`` (scripts/setup.sh installs it) and skip with the reason when the
@@ -19,7 +20,15 @@ from pathlib import Path
 
 import pytest
 
-from hive.tools.bash import BashTool, is_secret_name, sandbox_env
+from hive.tools.bash import (
+    MEMORY_LIMIT,
+    PROCESS_LIMIT,
+    TMP_SIZE,
+    BashTool,
+    is_secret_name,
+    limit_notes,
+    sandbox_env,
+)
 from hive.tools.registry import Toolbox
 
 
@@ -138,8 +147,8 @@ async def test_tmp_is_private_to_the_call(bash: BashTool) -> None:
 
 async def test_other_host_directories_are_read_only(bash: BashTool) -> None:
     name = _marker()
-    result = await bash.run({"command": f"touch /var/tmp/{name} /etc/{name} /dev/shm/ok 2>&1; echo done"})
-    assert result.text.count("Read-only file system") == 2
+    result = await bash.run({"command": f"touch /var/tmp/{name} /etc/{name} /dev/{name} /dev/shm/ok 2>&1; echo done"})
+    assert result.text.count("Read-only file system") == 3  # /dev is read-only too; only /dev/shm is writable
     assert not _exists(f"/var/tmp/{name}") and not _exists(f"/etc/{name}")
 
 
@@ -160,6 +169,93 @@ async def test_home_directories_are_hidden(tmp_path: Path, repo: Path, monkeypat
     in_root = result.text.split("original\n", 1)[1].splitlines()[:-1]
     needed = {path.relative_to("/root").parts[0] for path in tool.keep if path.is_relative_to("/root")}
     assert set(in_root) == needed
+
+
+async def test_hidden_home_directories_are_read_only(bash: BashTool) -> None:
+    result = await bash.run({"command": "touch /root/x 2>&1; mkdir /home/x 2>&1; echo done"})
+    assert result.text.count("Read-only file system") == 2
+
+
+# --------------------------------------------------------------------------- resources
+
+
+async def test_the_caps_are_set_and_cannot_be_raised(bash: BashTool) -> None:
+    command = (
+        "grep -E '^Max (cpu time|data size|processes) ' /proc/self/limits; "
+        "df -B1 --output=size /tmp /dev/shm | tail -n +2; ulimit -d unlimited"
+    )
+    result = await bash.run({"command": command, "timeout": 7})
+    lines = [line.split() for line in result.text.splitlines()]
+    assert lines[0][3:5] == ["7", "8"]  # CPU seconds: SIGXCPU at the time limit, SIGKILL a second later
+    assert lines[1][3:5] == [str(MEMORY_LIMIT)] * 2
+    assert lines[2][2:4] == [str(PROCESS_LIMIT)] * 2
+    assert lines[3] == [str(TMP_SIZE)]
+    assert "cannot modify limit: Operation not permitted" in result.text
+    assert result.text.endswith("[exit code 1]")
+
+
+async def test_allocating_more_than_the_memory_cap_fails_and_the_tool_keeps_working(bash: BashTool) -> None:
+    at_once = await bash.run({"command": f"python -c 'bytearray({MEMORY_LIMIT + (1 << 20)})'"})
+    assert "MemoryError" in at_once.text
+    assert at_once.text.endswith(
+        "[exit code 1]\n[each process may allocate at most 4 GiB of memory; the command seems to have hit that cap]"
+    )
+    # Piece by piece: private mappings count as they are made, before a page is touched, so this uses no RAM.
+    grow = "import mmap; [mmap.mmap(-1, 256 << 20, flags=mmap.MAP_PRIVATE) for _ in range(40)]; print('ALL MAPPED')"
+    piecemeal = await bash.run({"command": f'python -c "{grow}"'})
+    assert "Cannot allocate memory" in piecemeal.text and "ALL MAPPED" not in piecemeal.text
+    assert "[each process may allocate at most 4 GiB" in piecemeal.text
+    after = await bash.run({"command": "python -c 'print(len(bytearray(64 << 20)))'"})
+    assert after.text == f"{64 << 20}\n[exit code 0]"
+
+
+async def test_filling_tmp_fails_with_no_space_and_the_host_keeps_its_space(bash: BashTool) -> None:
+    name = _marker()
+    mib = (TMP_SIZE >> 20) + 16
+    result = await bash.run({"command": f"dd if=/dev/zero of=/tmp/{name} bs=1M count={mib} status=none"})
+    assert "No space left on device" in result.text
+    assert result.text.endswith(
+        "[exit code 1]\n"
+        "[/tmp holds at most 512 MiB and everything outside it is read-only; the command ran out of space]"
+    )
+    assert not (Path("/tmp") / name).exists()
+    shm = await bash.run({"command": "head -c 100M /dev/zero > /dev/shm/big"})
+    assert "No space left on device" in shm.text
+    again = await bash.run({"command": f"head -c {mib - 32}M /dev/zero > /tmp/{name} && echo written"})
+    assert again.text == "written\n[exit code 0]"  # the next call has an empty /tmp of its own
+
+
+@pytest.mark.slow
+async def test_a_fork_bomb_returns_at_the_time_limit_and_leaves_nothing_behind(bash: BashTool) -> None:
+    name = _marker()
+    # Every forked shell keeps the command line that carries the marker, so the host can count survivors.
+    result = await bash.run({"command": f": {name}; bomb() {{ bomb | bomb & }}; bomb; sleep 60", "timeout": 3})
+    assert not result.ok
+    assert "[timed out after 3 s; the command and its children were killed]" in result.text
+    if os.geteuid() != 0:
+        # The kernel never applies RLIMIT_NPROC to root; for anyone else the bomb meets the process cap.
+        assert f"[the sandbox holds at most {PROCESS_LIMIT} processes" in result.text
+    assert await _until_gone(name) == []
+    after = await bash.run({"command": "echo alive"})
+    assert after.text == "alive\n[exit code 0]"
+
+
+def test_limit_notes_name_the_cap_a_failed_command_hit() -> None:
+    def notes(output: str, code: int | None, *, sandboxed: bool = True) -> list[str]:
+        return limit_notes(output, code, sandboxed=sandboxed, cpu_seconds=60)
+
+    assert notes("MemoryError\nNo space left on device", 0) == []  # a command that passed needs no note
+    assert len(notes("thread 'main' memory allocation of 8589934592 bytes failed", 134)) == 1
+    assert len(notes("std::bad_alloc", None)) == 1
+    assert notes("OSError: [Errno 28] No space left on device", 1)[0].startswith("[/tmp holds at most 512 MiB")
+    assert notes("No space left on device", 1, sandboxed=False) == []  # unsandboxed, /tmp is the host's
+    assert notes("bash: fork: retry: Resource temporarily unavailable", None)[0].startswith(
+        f"[the sandbox holds at most {PROCESS_LIMIT} processes"
+    )
+    assert notes("", 128 + signal.SIGXCPU) == [
+        "[each process may use at most 60 s of CPU time; the command used it up]"
+    ]
+    assert notes("AssertionError: 1 != 2", 1) == []
 
 
 # --------------------------------------------------------------------------- privileges
@@ -376,6 +472,41 @@ async def test_bad_arguments_are_error_results(bash: BashTool) -> None:
 # --------------------------------------------------------------------------- without bubblewrap
 
 
+async def test_a_bubblewrap_that_cannot_size_a_tmpfs_still_sandboxes(repo: Path, tmp_path: Path) -> None:
+    # bubblewrap before 0.7 (Ubuntu 22.04 ships 0.6) and setuid ones refuse --size: sandbox without it.
+    old_bwrap = tmp_path / "old-bwrap"
+    old_bwrap.write_text(
+        "#!/bin/sh\n"
+        'for arg in "$@"; do [ "$arg" = --size ] && { echo "bwrap: Unknown option --size" >&2; exit 1; }; done\n'
+        f'exec {shutil.which("bwrap")} "$@"\n'
+    )
+    old_bwrap.chmod(0o755)
+    tool = BashTool(repo, bwrap_path=str(old_bwrap))
+    try:
+        result = await tool.run({"command": "touch /tmp/ok /dev/shm/ok && echo x > data.txt"})
+    finally:
+        await tool.aclose()
+    assert result.text.endswith("Read-only file system\n[exit code 1]")
+    assert not tool.sized
+    assert (repo / "data.txt").read_text() == "original\n"
+
+
+async def test_missing_prlimit_refuses_unless_unsafe(repo: Path) -> None:
+    name = _marker()
+    tool = BashTool(repo, prlimit_path="/nonexistent/prlimit")
+    result = await tool.run({"command": f"touch /tmp/{name}"})
+    assert not result.ok
+    assert "util-linux" in result.text and "--unsafe-bash" in result.text
+    unsafe = BashTool(repo, prlimit_path="/nonexistent/prlimit", unsafe=True)
+    try:
+        ran = await unsafe.run({"command": "grep '^Max data size' /proc/self/limits"})
+    finally:
+        await unsafe.aclose()
+    assert ran.text.startswith("[unsandboxed: the sandbox is not available and --unsafe-bash is set; the command ran")
+    assert "a time limit only]" in ran.text
+    assert str(MEMORY_LIMIT) not in ran.text
+
+
 async def test_missing_bubblewrap_refuses_with_the_install_command(repo: Path) -> None:
     toolbox = Toolbox(repo, ["bash"], bwrap_path="/nonexistent/bwrap")
     name = _marker()
@@ -399,6 +530,10 @@ async def test_unsafe_bash_runs_unsandboxed_with_clean_env_and_time_limit(
         assert "sk-test-secret" not in result.text and "foo-token-value" not in result.text
         assert f"\n{repo}\n[exit code 0]" in result.text
         assert result.activity == "ran `env; pwd` unsandboxed: exit 0"
+        limits = await toolbox.call("bash", {"command": "grep -E '^Max (data size|processes) ' /proc/self/limits"})
+        assert "per-process memory and CPU caps only]" in limits.text
+        assert f"Max data size             {MEMORY_LIMIT}" in limits.text
+        assert f"{PROCESS_LIMIT}" not in limits.text  # unsandboxed, RLIMIT_NPROC would count the user's others
         name = _marker()
         slow = await toolbox.call("bash", {"command": f"bash -c 'sleep 300' {name} & wait", "timeout": 1})
         assert not slow.ok and "timed out after 1 s" in slow.text

@@ -12,12 +12,19 @@ The sandbox (see :func:`bwrap_argv`):
   and bubblewrap always sets ``no_new_privs``, so a setuid binary gains nothing;
 - a clean environment built from nothing (:func:`sandbox_env`): no API key, no ``*_KEY``/``*_TOKEN``/
   ``*_SECRET`` variable, no ``LD_PRELOAD`` or other loader and shell start-up variables;
+- resource caps (see :func:`limits_argv`), so one command cannot take the machine down: each process may
+  allocate :data:`MEMORY_LIMIT` bytes and use as many seconds of CPU as the time limit, the sandbox may hold
+  :data:`PROCESS_LIMIT` processes and threads (binding for unprivileged users only: the kernel never applies
+  it to root, where the time limit and the PID namespace contain a fork bomb), ``/tmp`` holds
+  :data:`TMP_SIZE` bytes and ``/dev/shm`` :data:`SHM_SIZE`, and every other place, ``/dev`` and the hidden
+  home directories included, is read-only; the caps are set by util-linux ``prlimit`` inside the sandbox,
+  and a result that looks like a cap was hit says which one;
 - a time limit after which the whole process group is killed, and an output cap that keeps the head and
   the tail of what the command printed.
 
-Without bubblewrap the tool refuses, unless ``unsafe`` is set (``--unsafe-bash``): then the command runs
-unsandboxed, still with the clean environment, the time limit and the process-group kill, and the result says
-so.
+Without bubblewrap (or ``prlimit``) the tool refuses, unless ``unsafe`` is set (``--unsafe-bash``): then the
+command runs unsandboxed, still with the clean environment, the time limit, the process-group kill and (with
+``prlimit``) the memory and CPU caps, and the result says so.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
 import os
 import re
 import shutil
@@ -60,7 +68,30 @@ INSTALL_HINT = (
     "Arch: `pacman -S bubblewrap`), "
     "or start hive with --unsafe-bash to run commands without a sandbox."
 )
+PRLIMIT_HINT = (
+    "bash needs `prlimit` (util-linux) to cap the memory, CPU time and processes of each command, and it was "
+    "not found. Install util-linux, or start hive with --unsafe-bash to run commands without a sandbox."
+)
 SANDBOX_TMP = Path("/tmp")
+MEMORY_LIMIT = 4 << 30
+"""Bytes each process of a command may allocate (``RLIMIT_DATA``: heap and private writable mappings).
+
+A data limit rather than an address-space one (``RLIMIT_AS``): runtimes reserve address space they never
+use (V8 reserves guard regions for WebAssembly, so ``node`` fails under a 4 GiB ``RLIMIT_AS``; the JVM
+reserves its heap, glibc 64 MiB per thread arena, ASan terabytes of shadow), while the data limit counts
+only what a process can actually fill. ``import numpy``, a small project's pytest, ``git log --stat`` and
+``java -version`` all run under 512 MiB; 4 GiB leaves room for real test suites and compilers and still
+stops a runaway allocation long before it takes the machine's memory from the other bees."""
+TMP_SIZE = 512 << 20
+"""Bytes the private ``/tmp`` (also ``HOME`` and ``TMPDIR``) can hold, so writing there cannot fill the
+machine's RAM: enough for scratch files, a build directory or a checkout of an older revision; with six
+bees each running a command at once, at most 3 GiB."""
+SHM_SIZE = 64 << 20
+"""Bytes the private ``/dev/shm`` can hold: POSIX shared memory and semaphores (``multiprocessing``)."""
+PROCESS_LIMIT = 4096
+"""Processes and threads the sandbox may hold (``RLIMIT_NPROC``, counted in the sandbox's own user namespace
+since Linux 5.14): far above a parallel build or test run, far below the kernel's default of 32,768 pids. The
+kernel never applies it to root; there a fork bomb runs until the time limit and dies with the sandbox."""
 
 _SECRET_NAME = re.compile(
     r"(?:^|_)(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIALS?)$|API_?KEY|ACCESS_KEY|PRIVATE_KEY",
@@ -156,6 +187,31 @@ def paths_to_keep(repo: Path, hidden: Sequence[Path]) -> list[Path]:
     return keep
 
 
+def limits_argv(prlimit: str, cpu_seconds: int, *, processes: bool = True) -> list[str]:
+    """The ``prlimit`` prefix that caps what ``argv`` after it may use: :data:`MEMORY_LIMIT` of data per
+    process, ``cpu_seconds`` of CPU per process and, with ``processes``, :data:`PROCESS_LIMIT` processes.
+
+    Soft and hard limits are set together, so the command cannot raise them again (that needs
+    ``CAP_SYS_RESOURCE``, which the sandbox drops). Only the CPU limit gets a second of slack: ``SIGXCPU`` at
+    the limit, so the shell can say why the command died, ``SIGKILL`` a second later. Without the sandbox's
+    user namespace ``RLIMIT_NPROC`` counts every process of the user, a desktop's included, so the unsandboxed
+    path leaves it out.
+    """
+    caps = [f"--data={MEMORY_LIMIT}", f"--cpu={cpu_seconds}:{cpu_seconds + 1}"]
+    if processes:
+        caps.append(f"--nproc={PROCESS_LIMIT}")
+    return [prlimit, *caps, "--"]
+
+
+def size_text(size: int) -> str:
+    """``4 GiB``, ``512 MiB``: a cap as the model reads it."""
+    return f"{size >> 30} GiB" if size % (1 << 30) == 0 else f"{size >> 20} MiB"
+
+
+def _tmpfs(path: Path | str, size: int | None) -> list[str]:
+    return [*(["--size", str(size)] if size is not None else []), "--tmpfs", str(path)]
+
+
 def bwrap_argv(
     bwrap: str,
     repo: Path,
@@ -165,16 +221,26 @@ def bwrap_argv(
     keep: Sequence[Path] = (),
     drop_caps: bool = True,
     info_fd: int | None = None,
+    sized: bool = True,
 ) -> list[str]:
     """The bubblewrap command line running ``argv`` in ``repo``: read-only, offline, in its own PID space.
 
-    With ``info_fd``, bwrap writes the host pid of the sandbox's init there as soon as it exists.
+    Of the hidden directories only :data:`SANDBOX_TMP` stays writable (:data:`TMP_SIZE` bytes); the others
+    are empty and read-only once ``keep`` is bound into them. With ``info_fd``, bwrap writes the host pid of
+    the sandbox's init there as soon as it exists. ``sized=False`` leaves out ``--size`` for a bubblewrap
+    that cannot size a tmpfs (before 0.7, or setuid): its tmpfs may then grow to half the machine's RAM.
     """
-    mounts = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    scratch = {SANDBOX_TMP, SANDBOX_TMP.resolve()}
+    # bwrap's /dev is a writable tmpfs as large as half the RAM: keep only /dev/shm writable, and bounded.
+    mounts = ["--ro-bind", "/", "/", "--dev", "/dev", *_tmpfs("/dev/shm", SHM_SIZE if sized else None)]
+    mounts += ["--remount-ro", "/dev", "--proc", "/proc"]
     for path in hide:
-        mounts += ["--tmpfs", str(path)]
+        mounts += _tmpfs(path, TMP_SIZE if sized and path in scratch else None)
     for path in keep:
         mounts += ["--ro-bind", str(path), str(path)]
+    for path in hide:
+        if path not in scratch:
+            mounts += ["--remount-ro", str(path)]
     # As root, bwrap keeps root's capabilities inside unless told otherwise; unprivileged, it has none to drop
     # (and older versions refuse --cap-drop there).
     caps = ["--cap-drop", "ALL"] if drop_caps else []
@@ -192,6 +258,43 @@ def bwrap_argv(
         "--",
         *argv,
     ]
+
+
+_MEMORY_FAILURE = re.compile(
+    r"MemoryError|out ?of ?memory|cannot allocate|unable to allocate|failed to allocate|bad_alloc"
+    r"|allocation (?:of \d+ bytes )?failed",
+    re.IGNORECASE,
+)
+_PROCESS_FAILURE = re.compile(
+    r"fork: (?:retry: )?Resource temporarily unavailable|can't start new thread|cannot fork|pthread_create",
+    re.IGNORECASE,
+)
+
+
+def limit_notes(output: str, exit_code: int | None, *, sandboxed: bool, cpu_seconds: int) -> list[str]:
+    """Lines telling the model which resource cap a failed command seems to have hit, read from its output.
+
+    Only for a command that failed (a non-zero exit or a time-out), so a test that prints ``MemoryError`` on
+    its way to passing gets no note. The ``/tmp`` and process caps exist only in the sandbox.
+    """
+    if exit_code == 0:
+        return []
+    notes = []
+    if _MEMORY_FAILURE.search(output):
+        notes.append(
+            f"[each process may allocate at most {size_text(MEMORY_LIMIT)} of memory; "
+            "the command seems to have hit that cap]"
+        )
+    if sandboxed and "No space left on device" in output:
+        notes.append(
+            f"[/tmp holds at most {size_text(TMP_SIZE)} and everything outside it is read-only; "
+            "the command ran out of space]"
+        )
+    if sandboxed and _PROCESS_FAILURE.search(output):
+        notes.append(f"[the sandbox holds at most {PROCESS_LIMIT} processes and threads; the command hit that cap]")
+    if exit_code == 128 + signal.SIGXCPU or exit_code == -signal.SIGXCPU or "CPU time limit" in output:
+        notes.append(f"[each process may use at most {cpu_seconds} s of CPU time; the command used it up]")
+    return notes
 
 
 # --------------------------------------------------------------------------- running
@@ -407,9 +510,10 @@ BASH_SPEC = ToolSpec(
     name="bash",
     description=(
         "Run a shell command (bash -c) in the repository root, inside a sandbox: the whole filesystem is "
-        "read-only (use it to run, reproduce and query, never to edit), /tmp is a private scratch directory, "
-        "there is no network, and the command is killed after `timeout` seconds. Output (stdout and stderr "
-        "together) is capped; the exit code is reported."
+        "read-only (use it to run, reproduce and query, never to edit), /tmp is a private scratch directory "
+        f"of {size_text(TMP_SIZE)}, each process may allocate {size_text(MEMORY_LIMIT)}, there is no network, "
+        "and the command is killed after `timeout` seconds. Output (stdout and stderr together) is capped; the "
+        "exit code is reported."
     ),
     parameters={
         "type": "object",
@@ -436,6 +540,7 @@ class BashTool:
         cap: int = OUTPUT_CAP,
         unsafe: bool = False,
         bwrap_path: str = "bwrap",
+        prlimit_path: str = "prlimit",
         env: Mapping[str, str] | None = None,
     ) -> None:
         self.repo = repo.resolve()
@@ -443,6 +548,9 @@ class BashTool:
         self.cap = cap
         self.unsafe = unsafe
         self.bwrap = shutil.which(bwrap_path)
+        self.prlimit = shutil.which(prlimit_path, path=SAFE_PATH)
+        self.sized = True
+        """Whether this bubblewrap can size a tmpfs; the first call's probe finds out."""
         self.env = sandbox_env(env, path_prefix=python_dirs(self.repo))
         self.shell = shutil.which("bash", path=SAFE_PATH) or "/bin/sh"
         self._sandbox_problem: str | None = None
@@ -467,6 +575,8 @@ class BashTool:
         if sandboxed:
             outcome = await self._in_sandbox(argv, limit=timeout, cap=self.cap)
         else:
+            if self.prlimit is not None:
+                argv = [*limits_argv(self.prlimit, math.ceil(timeout), processes=False), *argv]
             outcome = await run_capped(
                 argv, cwd=self.repo, env=self.env, limit=timeout, cap=self.cap, stop=self._closing
             )
@@ -475,13 +585,17 @@ class BashTool:
     async def _sandbox_usable(self, command: str) -> bool:
         """True to sandbox, False to run unsandboxed (only with ``unsafe``); :class:`ToolError` to refuse."""
         refused = f"ran `{preview(command)}`: refused (no sandbox)"
-        if self.bwrap is None:
+        if self.bwrap is None or self.prlimit is None:
             if self.unsafe:
                 return False
-            raise ToolError(f"bash: refused: {INSTALL_HINT}", activity=refused)
+            raise ToolError(f"bash: refused: {INSTALL_HINT if self.bwrap is None else PRLIMIT_HINT}", activity=refused)
         if not self._probed:
             # bwrap may be installed yet unable to make namespaces (a locked-down container): find out once.
             probe = await self._in_sandbox(["true"], limit=15.0, cap=2000)
+            if probe.exit_code != 0:
+                # A bubblewrap before 0.7 (or a setuid one) refuses --size: sandbox it without the tmpfs caps.
+                self.sized = False
+                probe = await self._in_sandbox(["true"], limit=15.0, cap=2000)
             self._probed = True
             if probe.exit_code != 0:
                 self._sandbox_problem = probe.output.strip() or f"bwrap exited with {probe.exit_code}"
@@ -501,11 +615,12 @@ class BashTool:
         sandboxed = bwrap_argv(
             self.bwrap or "bwrap",
             self.repo,
-            argv,
+            [*limits_argv(self.prlimit or "prlimit", math.ceil(limit)), *argv],
             hide=self.hidden,
             keep=self.keep,
             drop_caps=os.geteuid() == 0,
             info_fd=info_pipe[1],
+            sized=self.sized,
         )
         return await run_capped(
             sandboxed, cwd=self.repo, env=self.env, limit=limit, cap=cap, stop=self._closing, info_pipe=info_pipe
@@ -517,9 +632,10 @@ class BashTool:
         if not body.endswith("\n"):
             body += "\n"
         if not sandboxed:
+            caps = " and per-process memory and CPU caps" if self.prlimit is not None else ""
             body = (
-                "[unsandboxed: bubblewrap is not available and --unsafe-bash is set; the command ran with a "
-                "clean environment and a time limit only]\n" + body
+                "[unsandboxed: the sandbox is not available and --unsafe-bash is set; the command ran with a "
+                f"clean environment and a time limit{caps} only]\n" + body
             )
         if outcome.ended == "stopped":
             return ToolResult(
@@ -527,16 +643,19 @@ class BashTool:
                 ok=False,
                 activity=f"{label}: stopped",
             )
+        cpu_seconds = math.ceil(timeout)
+        found = limit_notes(outcome.output, outcome.exit_code, sandboxed=sandboxed, cpu_seconds=cpu_seconds)
+        notes = "".join(f"\n{note}" for note in found)
         if outcome.exit_code is None:
             return ToolResult(
-                text=f"{body}[timed out after {timeout:g} s; the command and its children were killed]",
+                text=f"{body}[timed out after {timeout:g} s; the command and its children were killed]{notes}",
                 ok=False,
                 activity=f"{label}: timed out after {timeout:g} s",
             )
         code = outcome.exit_code
         if code < 0:
-            return ToolResult(text=f"{body}[killed by signal {-code}]", activity=f"{label}: signal {-code}")
-        return ToolResult(text=f"{body}[exit code {code}]", activity=f"{label}: exit {code}")
+            return ToolResult(text=f"{body}[killed by signal {-code}]{notes}", activity=f"{label}: signal {-code}")
+        return ToolResult(text=f"{body}[exit code {code}]{notes}", activity=f"{label}: exit {code}")
 
     async def aclose(self) -> None:
         """Stop every running command, even one still starting, and refuse new ones (the tools are closing)."""
