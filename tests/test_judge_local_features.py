@@ -28,8 +28,8 @@ EDGE_CASES = (
     "FOUND: `Parser.Load()` RAISES KeyError: 'x' at parser.py:12. Let's open it.",
     "The run printed 3 passed. Next, let's check the Docs!\nI'll open `docs/index.rst` and search for TIMEOUT.",
     "I can't reach the index — No module named 'lxml' → pip install fails… Perhaps a proxy?",
-    # Letters whose IGNORECASE match differs from str.lower(): the long s matches "s" only case-folded, the
-    # dotted capital I lower-cases to two characters, the Kelvin sign folds to k.
+    # Cased letters beyond ASCII, which take the IGNORECASE path: the long s matches "s" only case-folded,
+    # the dotted capital I lower-cases to two characters, the Kelvin sign lower-cases to k.
     "Running it rai\u017fes an error: the call \u017feems to fail.",
     "\u0130STANBUL locale: the test still fails. We should check the \u212aEY handling.",
     "The fix is to cast the value. It would be helpful to add a test. Works fine now.",

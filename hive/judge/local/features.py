@@ -142,7 +142,7 @@ def _cue_view(text: str) -> tuple[str, Mapping[str, re.Pattern[str]]]:
 
     Where every character is ASCII or has no case, an IGNORECASE match is a case-sensitive match of the
     lower-cased pattern in the lower-cased text, at the same offsets; other text keeps the IGNORECASE cues
-    (Unicode case folding pairs some letters, such as the Kelvin sign with k, that ``str.lower`` does not)."""
+    (Unicode case folding pairs some letters, such as the long s with s, that ``str.lower`` keeps apart)."""
     if all(c.isascii() or c.lower() == c == c.upper() for c in set(text)):
         return text.lower(), _LOWERED_CUES
     return text, CUES
