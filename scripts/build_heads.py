@@ -212,19 +212,38 @@ def confident_wrong(probs: np.ndarray, y: np.ndarray) -> float:
     return float((((probs >= YES_AT) & (y == 0)) | ((probs <= NO_AT) & (y == 1))).mean())
 
 
+def vector_scaling(z: np.ndarray, y: np.ndarray, rounds: int = 30) -> np.ndarray:
+    """[temperature, offset per class] minimising the log-loss of softmax(z / t + offsets) on ``y``, by
+    coordinate search over fixed grids (deterministic). The offsets move the classes' base rates to the
+    calibration text's, which a single temperature cannot."""
+    temps = np.exp(np.linspace(-1.5, 2.5, 161))
+    offsets_grid = np.linspace(-3.0, 3.0, 121)
+    t, offsets = 1.0, np.zeros(z.shape[1])
+
+    def loss(t: float, offsets: np.ndarray) -> float:
+        return nll_softmax(z / t + offsets, y, 1.0)
+
+    for _ in range(rounds):
+        t = float(min(temps, key=lambda c: loss(float(c), offsets)))
+        for k in range(len(offsets)):
+            offsets[k] = min(offsets_grid, key=lambda v: loss(t, np.where(np.arange(len(offsets)) == k, v, offsets)))
+        offsets -= offsets.mean()
+    return np.array([t, *offsets])
+
+
 def calibrate_on(name: str, head: Head, x: np.ndarray, y: np.ndarray, report: dict[str, object]) -> Head:
-    """Refit ``head``'s calibration on other writers' text ``x``: best NLL first, then widened by the
-    smallest factor of ``WIDENINGS`` that keeps confident-wrong within ``CONFIDENT_WRONG_BUDGET``."""
+    """Refit ``head``'s calibration on other writers' text ``x``: best NLL first (vector scaling for a
+    choice, Platt for a boolean), then its temperature or slope widened by the smallest factor of
+    ``WIDENINGS`` that keeps confident-wrong within ``CONFIDENT_WRONG_BUDGET``."""
     z = head.logits(x)
     if z.shape[1] > 1:
-        temps = np.exp(np.linspace(-1.5, 2.5, 161))
-        fitted = np.array([min(temps, key=lambda t: nll_softmax(z, y, float(t)))])
+        fitted = vector_scaling(z, y)
     else:
         grid = itertools.product(np.linspace(0.05, 2.0, 79), np.linspace(-3.0, 3.0, 61))
         weights = np.ones(len(y))
         fitted = np.array(min(grid, key=lambda ab: nll_platt(z[:, 0], y, ab[0], ab[1], weights)))
     for widen in WIDENINGS:
-        calibration = fitted * widen if z.shape[1] > 1 else fitted / widen
+        calibration = np.concatenate([fitted[:1] * widen, fitted[1:]]) if z.shape[1] > 1 else fitted / widen
         calibrated = with_calibration(head, calibration)
         wrong = confident_wrong(calibrated.predict(x), y)
         if wrong <= CONFIDENT_WRONG_BUDGET:

@@ -73,7 +73,8 @@ class Head:
     """(n_features, n_outputs); one output for a logistic head."""
     bias: Array
     calibration: Array
-    """softmax: [temperature]; logistic: [a, b] applied as sigmoid(a*z + b)."""
+    """softmax: [temperature] or [temperature, offset per class] applied as softmax(z / t + offsets);
+    logistic: [a, b] applied as sigmoid(a*z + b)."""
 
     def logits(self, x: Array) -> Array:
         return ((np.atleast_2d(x) - self.mean) / self.scale) @ self.weights + self.bias
@@ -89,6 +90,8 @@ class Head:
             yes: Array = 1.0 / (1.0 + np.exp(-(a * z[:, 0] + b)))
             return yes
         z = z / self.calibration[0]
+        if len(self.calibration) > 1:  # per-class offsets fitted with the temperature (vector scaling)
+            z = z + self.calibration[1:]
         z = z - z.max(axis=1, keepdims=True)
         e = np.exp(z)
         probs: Array = e / e.sum(axis=1, keepdims=True)
