@@ -482,6 +482,50 @@ async def test_a_report_not_written_within_the_grace_is_handed_in_as_it_stands(t
     assert report.text == "FOUND: cache.py:88 keeps the stale entry when write() raises."
 
 
+async def test_a_call_hung_when_the_wrap_up_arrives_is_abandoned_for_the_report(tmp_path: Path) -> None:
+    channel_box: list[MemoryChannel] = []
+    cancelled: list[str] = []
+
+    async def fn(messages: list[Message], tools: list[ToolSpec], settings: ModelSettings) -> ModelResponse | str:
+        if "Time is up." in messages[-1].content:
+            return FIRST_REPORT
+        channel_box[0].push(WrapUp(reason="the run deadline passed"))
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            cancelled.append("hung call")
+            raise
+        raise AssertionError("unreachable")
+
+    bee = Bee(tmp_path, FunctionModel(fn), grace=0.4)
+    channel_box.append(bee.channel)
+    report = await bee.run()
+    assert (report.outcome, report.reason, report.text) == ("cut_short", "the run deadline passed", FIRST_REPORT)
+    assert cancelled == ["hung call"]
+    assert [e.content for e in bee.entries() if e.event == "error"] == [
+        "model call abandoned: the run deadline passed"
+    ]
+
+
+async def test_a_call_that_answers_within_half_the_grace_after_the_wrap_up_is_kept(tmp_path: Path) -> None:
+    channel_box: list[MemoryChannel] = []
+
+    async def fn(messages: list[Message], tools: list[ToolSpec], settings: ModelSettings) -> ModelResponse | str:
+        if messages[-1].content.startswith("Time is up."):
+            return FIRST_REPORT
+        channel_box[0].push(WrapUp(reason="the run deadline passed"))
+        await asyncio.sleep(0.05)
+        return tool_reply(read("a.py"), text="FOUND: cache.py:88 keeps the stale entry when write() raises.")
+
+    bee = Bee(tmp_path, FunctionModel(fn), grace=10)
+    channel_box.append(bee.channel)
+    report = await bee.run()
+    assert [u.text for u in bee.sent(Utterance)] == ["FOUND: cache.py:88 keeps the stale entry when write() raises."]
+    assert (report.outcome, report.text) == ("cut_short", FIRST_REPORT)
+    assert bee.toolbox.calls == []
+    assert not [e for e in bee.entries() if e.event == "error"]
+
+
 async def test_time_limit_closes_the_tools(tmp_path: Path) -> None:
     bee_box: list[Bee] = []
 

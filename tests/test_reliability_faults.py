@@ -59,7 +59,8 @@ def only_run(hive: Hive) -> Path:
 
 
 def test_silent_and_frozen_bees_are_wrapped_up_then_killed_by_the_watchdog(hive: Hive) -> None:
-    """bee-1 freezes (SIGSTOP), bee-2 hangs in a model call; bee-3 reports. The watchdog ends both."""
+    """bee-1 freezes (SIGSTOP), bee-2 hangs in a model call; bee-3 reports. The watchdog wraps both up: bee-2
+    abandons its hung call and hands in its report, bee-1 cannot and is killed after the grace."""
     script = write_script(hive.root, {
         "bee-1": [turn("FOUND: app/export.py:5 drops the final partial batch, seen in the loop bounds.", ls()),
                   turn("More reading before anything else gets said by this bee.", ls(), 2.0), report()],
@@ -85,9 +86,9 @@ def test_silent_and_frozen_bees_are_wrapped_up_then_killed_by_the_watchdog(hive:
     info = load_info(run_dir)
     outcomes = {b.id: (b.outcome, b.reason or "") for b in info.bees}
     assert outcomes["bee-3"][0] == "reported"
-    for bee in ("bee-1", "bee-2"):
-        outcome, reason = outcomes[bee]
-        assert outcome == "cut_short" and "wrap up" in reason, (bee, outcome, reason)
+    assert outcomes["bee-1"][0] == "cut_short" and "wrap up" in outcomes["bee-1"][1], outcomes["bee-1"]
+    assert outcomes["bee-2"] == ("cut_short", "no sign of life for 2 s")
+    assert "model call abandoned: no sign of life for 2 s" in (run_dir / "bees/bee-2/transcript.jsonl").read_text()
     assert info.status == "finished"
     answer = (run_dir / "answer.md").read_text()
     assert "drops the final partial batch" in answer and "CUTOFF_HOUR = 0" in answer

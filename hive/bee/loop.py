@@ -29,7 +29,7 @@ import itertools
 import logging
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 import orjson
@@ -63,6 +63,8 @@ LOOP_NUDGE_AT = 3
 LOOP_FAIL_AT = 4
 TOOL_TURNS_AFTER_TIME_UP = 2
 """Replies that still call tools after "time is up" before the bee is ended with what it has."""
+IN_FLIGHT_SHARE = 0.5
+"""Share of the grace a model call already in flight when a wrap-up arrives may still take."""
 CHECKPOINT_STATEMENT_MAX = 1200
 """Characters: a marked reply to a checkpoint longer than this is taken as the final report instead."""
 
@@ -108,6 +110,10 @@ class _Ended(Exception):
         self.reason = reason
 
 
+class _Abandoned(Exception):
+    """A model call given up on because a wrap-up arrived while it was in flight."""
+
+
 def _call_key(name: str, args: dict[str, Any]) -> str:
     return name + "\x00" + orjson.dumps(args, option=orjson.OPT_SORT_KEYS, default=str).decode()
 
@@ -145,6 +151,9 @@ class BeeLoop:
         self._messages: list[Message] = []
         self._inbox = Inbox()
         self._wrap_up: str | None = None
+        self._wrap_up_at: float | None = None
+        """Event-loop time the wrap-up arrived; the report is due within the grace of it."""
+        self._wrapping = asyncio.Event()
         self._stop_reason: str | None = None
         self._closed: str | None = None
         """Why the tools are closed; ``None`` while they are open."""
@@ -235,6 +244,8 @@ class BeeLoop:
             elif isinstance(message, WrapUp):
                 if self._wrap_up is None:
                     self._wrap_up = prompts.one_line(message.reason).rstrip(".") or "wrap-up requested"
+                    self._wrap_up_at = asyncio.get_running_loop().time()
+                    self._wrapping.set()
             elif isinstance(message, Stop):
                 self.request_stop("stopped")
                 return
@@ -249,7 +260,10 @@ class BeeLoop:
             self._prepare_turn()
             answering_checkpoint = self._checkpoint_asked
             self._checkpoint_asked = False
-            reply = await self._ask()
+            try:
+                reply = await self._ask()
+            except _Abandoned:
+                continue
             text = reply.text.strip()
             if reply.tool_calls:
                 self._speak(text)
@@ -334,17 +348,20 @@ class BeeLoop:
             reason = f"token budget reached ({self._tokens} of {self.brief.token_budget} tokens)"
         if reason is not None:
             self._closed = reason
-            self._grace_ends = asyncio.get_running_loop().time() + self.brief.grace
+            # The coordinator counts the grace from the wrap-up it sent, so the bee does too.
+            start = self._wrap_up_at if self._wrap_up is not None else None
+            self._grace_ends = (start or asyncio.get_running_loop().time()) + self.brief.grace
 
     async def _ask(self) -> ModelResponse:
         if self._closed is None:
             self._steps += 1
         # Once the tools are closed the report is due within the grace; past it the coordinator would
         # kill the bee, so it hands in what it has instead.
+        request = self._model.request(list(self._messages), self._specs, self._settings)
         grace = asyncio.timeout_at(self._grace_ends)
         try:
             async with grace:
-                reply = await self._model.request(list(self._messages), self._specs, self._settings)
+                reply = await (request if self._closed is not None else self._unless_wrapped_up(request))
         except TimeoutError:
             if not grace.expired():
                 raise
@@ -378,6 +395,27 @@ class BeeLoop:
         self._transcript.write("usage", data=usage.model_dump(exclude={"type", "bee", "at"}))
         self._send(usage)
         return reply
+
+    async def _unless_wrapped_up(self, request: Awaitable[ModelResponse]) -> ModelResponse:
+        """The reply to a call made with the tools open; if a wrap-up arrives meanwhile, the call keeps
+        ``IN_FLIGHT_SHARE`` of the grace (its reply may still carry a finding) and is then abandoned, so
+        that the rest of the grace goes to the final report rather than to a slow or hung call."""
+        call = asyncio.ensure_future(request)
+        wrapped = asyncio.ensure_future(self._wrapping.wait())
+        try:
+            await asyncio.wait({call, wrapped}, return_when=asyncio.FIRST_COMPLETED)
+            if not call.done():
+                assert self._wrap_up_at is not None
+                deadline = self._wrap_up_at + IN_FLIGHT_SHARE * self.brief.grace
+                await asyncio.wait({call}, timeout=max(0.0, deadline - asyncio.get_running_loop().time()))
+            if not call.done():
+                self._transcript.write("error", content=f"model call abandoned: {self._wrap_up}")
+                raise _Abandoned
+            return call.result()
+        finally:
+            call.cancel()
+            wrapped.cancel()
+            await asyncio.gather(call, wrapped, return_exceptions=True)
 
     def _speak(self, text: str) -> None:
         for piece in split_utterances(self._scrub.text(text)):
