@@ -39,9 +39,10 @@ ROUTES: dict[str, tuple[int, str, bytes]] = {
 
 class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
-        if self.path == "/to-file":
+        redirects = {"/to-file": "file:///etc/passwd", "/to-metadata": "http://169.254.169.254/latest/meta-data/"}
+        if self.path in redirects:
             self.send_response(302)
-            self.send_header("Location", "file:///etc/passwd")
+            self.send_header("Location", redirects[self.path])
             self.end_headers()
             return
         status, kind, body = ROUTES.get(self.path, (404, "text/plain", b"not found"))
@@ -160,6 +161,34 @@ async def test_redirect_to_another_scheme_fails_cleanly(browse: BrowseTool, serv
     assert result.text.startswith(f"browse: could not fetch {server}/to-file")
     assert "root:" not in result.text
     assert result.activity == f"fetched {server}/to-file: failed"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://169.254.169.254/latest/meta-data/",
+        "http://[fe80::1]/",
+        "http://[::ffff:169.254.169.254]/",
+        "http://0.0.0.0:8080/",
+        "http://224.0.0.1/",
+    ],
+)
+async def test_link_local_and_other_non_unicast_addresses_are_refused(browse: BrowseTool, url: str) -> None:
+    result = await browse.run({"url": url})
+    assert not result.ok
+    assert result.text.startswith("browse: refused: ")
+    assert "refused" in result.activity
+
+
+async def test_a_redirect_to_the_metadata_address_is_refused(browse: BrowseTool, server: str) -> None:
+    result = await browse.run({"url": f"{server}/to-metadata"})
+    assert not result.ok
+    assert result.text == "browse: refused: 169.254.169.254 is a link-local address, where metadata services live"
+
+
+async def test_loopback_by_name_is_reachable(browse: BrowseTool, server: str) -> None:
+    result = await browse.run({"url": server.replace("127.0.0.1", "localhost") + "/plain"})
+    assert result.ok, result.text
 
 
 async def test_unreachable_host_is_an_error_result(browse: BrowseTool, server: str) -> None:

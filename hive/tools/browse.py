@@ -1,6 +1,9 @@
 """``browse``: HTTP GET one URL and show its text, marked as untrusted web content.
 
-Only ``http`` and ``https`` URLs are fetched (redirects to anything else fail in httpx). The download stops at
+Only ``http`` and ``https`` URLs are fetched (redirects to anything else fail in httpx), and never a link-local
+address (169.254.0.0/16, fe80::/10: where cloud metadata services hand out credentials), checked on every
+request of a redirect chain after name resolution. Loopback and private networks stay reachable on purpose:
+a local docs server or an internal wiki is a fair source for an investigation. The download stops at
 a byte cap, HTML becomes plain text with the standard library's parser (scripts, styles and other
 non-content elements dropped), binary content is described rather than shown, and every result starts with
 ``[untrusted web content from <url>]`` so the model reads it as data, not as instructions.
@@ -8,7 +11,10 @@ non-content elements dropped), binary content is described rather than shown, an
 
 from __future__ import annotations
 
+import asyncio
+import ipaddress
 import re
+import socket
 from html.parser import HTMLParser
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
@@ -26,9 +32,7 @@ FETCH_SECONDS = 20.0
 USER_AGENT = "hive-investigator/0.1 (read-only)"
 
 # Elements whose text is not page content (the title is shown once, apart).
-_SKIPPED = frozenset(
-    {"script", "style", "noscript", "template", "svg", "title", "iframe", "object", "canvas"}
-)
+_SKIPPED = frozenset({"script", "style", "noscript", "template", "svg", "title", "iframe", "object", "canvas"})
 _BLOCKS = frozenset(
     {
         "address",
@@ -99,9 +103,7 @@ class _TextExtractor(HTMLParser):
             self.parts.append("#" * int(tag[1]) + " ")
         elif tag == "a":
             href = dict(attrs).get("href") or ""
-            target = (
-                urljoin(self.base_url, href) if href and not href.startswith(("#", "javascript:")) else None
-            )
+            target = urljoin(self.base_url, href) if href and not href.startswith(("#", "javascript:")) else None
             self._href = target
 
     def handle_endtag(self, tag: str) -> None:
@@ -159,6 +161,44 @@ def check_url(url: str) -> str:
     return url.strip()
 
 
+def _parse_ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    try:
+        return ipaddress.ip_address(text.split("%")[0])
+    except ValueError:
+        return None
+
+
+def refusal(address: str) -> str | None:
+    """Why browse must not connect to ``address``, or None: link-local (cloud metadata services), multicast
+    and unspecified addresses are refused."""
+    ip = _parse_ip(address)
+    if ip is None:
+        return None
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    if ip.is_link_local:
+        return "a link-local address, where metadata services live"
+    if ip.is_multicast or ip.is_unspecified:
+        return "not a single host"
+    return None
+
+
+async def check_host(host: str, port: int) -> None:
+    """:class:`ToolError` if ``host`` is, or resolves to, a refused address. A name that does not resolve
+    here is left to the HTTP client (it may go through a proxy), which reports its own error."""
+    addresses = [host]
+    if _parse_ip(host) is None:
+        try:
+            infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except OSError:
+            return
+        addresses = [str(info[4][0]) for info in infos]
+    for address in addresses:
+        if (why := refusal(address)) is not None:
+            shown = host if address == host else f"{host} ({address})"
+            raise ToolError(f"browse: refused: {shown} is {why}", activity=f"fetch {preview(host)}: refused")
+
+
 _TEXTUAL = re.compile(r"^(text/|application/(json|xml|javascript|x-yaml|yaml|toml)|[^;]*\+(json|xml))", re.I)
 
 
@@ -168,11 +208,7 @@ def page_text(body: bytes, content_type: str, charset: str | None, url: str) -> 
     if not kind:
         if b"\x00" in body[:8192]:
             return None
-        kind = (
-            "text/html"
-            if body.lstrip()[:15].lower().startswith((b"<!doctype html", b"<html"))
-            else "text/plain"
-        )
+        kind = "text/html" if body.lstrip()[:15].lower().startswith((b"<!doctype html", b"<html")) else "text/plain"
     if kind in ("text/html", "application/xhtml+xml"):
         return html_to_text(body.decode(charset or "utf-8", errors="replace"), url)
     if _TEXTUAL.match(kind):
@@ -193,6 +229,11 @@ BROWSE_SPEC = ToolSpec(
         "additionalProperties": False,
     },
 )
+
+
+async def _check_request(request: httpx.Request) -> None:
+    """Every request of a redirect chain goes through :func:`check_host` before it connects."""
+    await check_host(request.url.host, request.url.port or (443 if request.url.scheme == "https" else 80))
 
 
 class BrowseTool:
@@ -217,6 +258,7 @@ class BrowseTool:
                 max_redirects=5,
                 timeout=httpx.Timeout(self.seconds),
                 headers={"User-Agent": USER_AGENT, "Accept": "text/html,text/plain;q=0.9,*/*;q=0.5"},
+                event_hooks={"request": [_check_request]},
             )
         return self._client
 
@@ -250,9 +292,7 @@ class BrowseTool:
                 f"browse: could not fetch {url}: {reason}", activity=f"fetched {preview(url)}: failed"
             ) from None
         activity = f"fetched {preview(url)}: {status}"
-        header = (
-            f"[untrusted web content from {final_url}]\nHTTP {status} · {content_type or 'no content type'}"
-        )
+        header = f"[untrusted web content from {final_url}]\nHTTP {status} · {content_type or 'no content type'}"
         text = page_text(bytes(body), content_type, charset, final_url)
         if text is None:
             size = f"{len(body)}{'+' if not complete else ''} bytes"
