@@ -231,10 +231,23 @@ def vector_scaling(z: np.ndarray, y: np.ndarray, rounds: int = 30) -> np.ndarray
     return np.array([t, *offsets])
 
 
+def widen_within_budget(head: Head, fitted: np.ndarray, z: np.ndarray, y: np.ndarray
+                        ) -> tuple[Head, float, float]:
+    """``head`` with calibration ``fitted``, its temperature or slope widened by the smallest factor of
+    ``WIDENINGS`` that keeps confident-wrong on the logits ``z`` within ``CONFIDENT_WRONG_BUDGET``.
+    Returns the head, the factor and its confident-wrong."""
+    for widen in WIDENINGS:
+        calibration = np.concatenate([fitted[:1] * widen, fitted[1:]]) if z.shape[1] > 1 else fitted / widen
+        calibrated = with_calibration(head, calibration)
+        wrong = confident_wrong(calibrated.calibrated(z), y)
+        if wrong <= CONFIDENT_WRONG_BUDGET:
+            break
+    return calibrated, widen, wrong
+
+
 def calibrate_on(name: str, head: Head, x: np.ndarray, y: np.ndarray, report: dict[str, object]) -> Head:
     """Refit ``head``'s calibration on other writers' text ``x``: best NLL first (vector scaling for a
-    choice, Platt for a boolean), then its temperature or slope widened by the smallest factor of
-    ``WIDENINGS`` that keeps confident-wrong within ``CONFIDENT_WRONG_BUDGET``."""
+    choice, Platt for a boolean), then widened within the budget."""
     z = head.logits(x)
     if z.shape[1] > 1:
         fitted = vector_scaling(z, y)
@@ -242,17 +255,23 @@ def calibrate_on(name: str, head: Head, x: np.ndarray, y: np.ndarray, report: di
         grid = itertools.product(np.linspace(0.05, 2.0, 79), np.linspace(-3.0, 3.0, 61))
         weights = np.ones(len(y))
         fitted = np.array(min(grid, key=lambda ab: nll_platt(z[:, 0], y, ab[0], ab[1], weights)))
-    for widen in WIDENINGS:
-        calibration = np.concatenate([fitted[:1] * widen, fitted[1:]]) if z.shape[1] > 1 else fitted / widen
-        calibrated = with_calibration(head, calibration)
-        wrong = confident_wrong(calibrated.predict(x), y)
-        if wrong <= CONFIDENT_WRONG_BUDGET:
-            break
-    probs = calibrated.predict(x)
+    calibrated, widen, wrong = widen_within_budget(head, fitted, z, y)
+    probs = calibrated.calibrated(z)
     picked = probs.argmax(axis=1) if probs.ndim == 2 else (probs >= 0.5).astype(int)
     report[f"{name}_on_narration"] = {"n": len(y), "widening": widen, "confident_wrong": round(wrong, 4),
                                       "argmax_accuracy": round(float((picked == y).mean()), 4),
-                                      "calibration": [round(float(c), 4) for c in calibration]}
+                                      "calibration": [round(float(c), 4) for c in calibrated.calibration]}
+    return calibrated
+
+
+def within_budget_out_of_fold(name: str, head: Head, oof: np.ndarray, y: np.ndarray,
+                              report: dict[str, object]) -> Head:
+    """A pair head has no other writers' pairs to calibrate on: its out-of-fold logits (each pair scored by
+    a head that never saw its hunt) keep it within the same budget."""
+    calibrated, widen, wrong = widen_within_budget(head, head.calibration, oof, y)
+    entry = report[name]
+    assert isinstance(entry, dict)
+    entry.update(widening=widen, oof_confident_wrong=round(wrong, 4))
     return calibrated
 
 
@@ -297,8 +316,9 @@ def build(out: Path) -> dict[str, object]:
     # one the focus works on; a capability complaint or a trivial re-location is not useful anywhere.
     deliver_x, deliver_y, deliver_notes = deliver_pairs(
         [(note, note_probs(i)) for i, note in enumerate(notes) if note["sc"].startswith("s")], scenarios, embedder)
-    useful_head, _ = train_head("useful", deliver_x, deliver_y, np.array([fold_of(n["sc"]) for n in deliver_notes]),
-                                1, report, balanced=True)
+    useful_head, useful_oof = train_head("useful", deliver_x, deliver_y,
+                                         np.array([fold_of(n["sc"]) for n in deliver_notes]), 1, report, balanced=True)
+    useful_head = within_budget_out_of_fold("useful", useful_head, useful_oof, deliver_y, report)
 
     # relate: ordered pairs of notes a bee would have posted (not routine) within one scenario. Related when
     # both answer the same question (same topic group); reproduction vs fix pairs are left out as ambiguous.
@@ -316,8 +336,9 @@ def build(out: Path) -> dict[str, object]:
                                       note_probs(ib)))
         relate_y.append(int(ga == gb))
         relate_folds.append(fold_of(a["sc"]))
-    related_head, _ = train_head("related", np.array(relate_x), np.array(relate_y), np.array(relate_folds), 1,
-                                 report)
+    related_head, related_oof = train_head("related", np.array(relate_x), np.array(relate_y),
+                                           np.array(relate_folds), 1, report)
+    related_head = within_budget_out_of_fold("related", related_head, related_oof, np.array(relate_y), report)
 
     report["positives"] = {"deliver": int(sum(deliver_y)), "relate": int(sum(relate_y))}
     save_heads(out, {"kind": kind_head, "news": news_head, "useful": useful_head, "related": related_head},
