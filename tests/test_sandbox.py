@@ -29,6 +29,7 @@ from hive.tools.bash import (
     limit_notes,
     sandbox_env,
 )
+from hive.tools.cgroup import find_pids_parent, pids_parent
 from hive.tools.registry import Toolbox
 
 
@@ -229,20 +230,53 @@ async def test_filling_tmp_fails_with_no_space_and_the_host_keeps_its_space(bash
 async def test_a_fork_bomb_returns_at_the_time_limit_and_leaves_nothing_behind(bash: BashTool) -> None:
     name = _marker()
     # Every forked shell keeps the command line that carries the marker, so the host can count survivors.
-    # As root no process cap applies (the kernel exempts root), so there the bomb stops after nine
-    # generations (about 1,000 shells): enough to show a large tree is killed at the limit, without loading
-    # the machine the rest of the suite runs on.
-    bomb = "bomb() { bomb | bomb & }; bomb" if os.geteuid() != 0 else (
+    # The process cap binds unprivileged users (RLIMIT_NPROC) and root with a pids cgroup. Where it cannot
+    # (root without one) the bomb stops itself after nine generations (about 1,000 shells): enough to show
+    # a large tree is killed at the limit, without loading the machine the rest of the suite runs on.
+    capped = os.geteuid() != 0 or bash.pids_parent is not None
+    bomb = "bomb() { bomb | bomb & }; bomb" if capped else (
         "bomb() { [ $1 -gt 0 ] && { bomb $(($1-1)) | bomb $(($1-1)) & }; sleep 60; }; bomb 9")
     result = await bash.run({"command": f": {name}; {bomb}; sleep 60", "timeout": 3})
     assert not result.ok
     assert "[timed out after 3 s; the command and its children were killed]" in result.text
-    if os.geteuid() != 0:
-        # The kernel never applies RLIMIT_NPROC to root; for anyone else the bomb meets the process cap.
+    if capped:
         assert f"[the sandbox holds at most {PROCESS_LIMIT} processes" in result.text
     assert await _until_gone(name) == []
     after = await bash.run({"command": "echo alive"})
     assert after.text == "alive\n[exit code 0]"
+
+
+async def test_the_process_cap_binds_root_too(repo: Path) -> None:
+    """Unprivileged, RLIMIT_NPROC caps the sandbox; as root (which the kernel exempts from it) a pids
+    cgroup per command does, and is removed when the command ends."""
+    if os.geteuid() == 0 and find_pids_parent() is None:
+        pytest.skip("as root, the process cap needs a writable pids cgroup, and this machine has none")
+    tool = BashTool(repo, timeout=30, processes=40)
+    try:
+        result = await tool.run({"command": "for i in $(seq 100); do sleep 5 & done; wait", "timeout": 20})
+        assert "Resource temporarily unavailable" in result.text, result.text
+        assert "[the sandbox holds at most 40 processes and threads; the command hit that cap]" in result.text
+        after = await tool.run({"command": "echo alive"})
+        assert after.text == "alive\n[exit code 0]"
+    finally:
+        await tool.aclose()
+    if tool.pids_parent is not None:
+        assert not list(tool.pids_parent.glob(f"hive-{os.getpid()}-*"))
+
+
+def test_the_pids_cgroup_is_found_in_v1_and_v2_hierarchies(tmp_path: Path) -> None:
+    v1 = "39 31 0:36 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids\n"
+    assert pids_parent(v1, "8:pids:/\n0::/\n") == Path("/sys/fs/cgroup/pids")
+    assert pids_parent(v1, "8:pids:/ci/job-7\n") == Path("/sys/fs/cgroup/pids/ci/job-7")
+    nested = "39 31 0:36 /ci /sys/fs/cgroup/pids rw - cgroup cgroup rw,pids\n"
+    assert pids_parent(nested, "8:pids:/ci/job-7\n") == Path("/sys/fs/cgroup/pids/job-7")
+    assert pids_parent(v1.replace("rw,pids", "rw,memory"), "8:memory:/\n") is None
+    (tmp_path / "hive.service").mkdir()
+    v2 = f"30 23 0:26 / {tmp_path} rw - cgroup2 cgroup2 rw\n"
+    (tmp_path / "hive.service" / "cgroup.subtree_control").write_text("cpu memory\n")
+    assert pids_parent(v2, "0::/hive.service\n") is None  # pids not handed to children
+    (tmp_path / "hive.service" / "cgroup.subtree_control").write_text("cpu memory pids\n")
+    assert pids_parent(v2, "0::/hive.service\n") == tmp_path / "hive.service"
 
 
 def test_limit_notes_name_the_cap_a_failed_command_hit() -> None:

@@ -14,8 +14,9 @@ The sandbox (see :func:`bwrap_argv`):
   ``*_SECRET`` variable, no ``LD_PRELOAD`` or other loader and shell start-up variables;
 - resource caps (see :func:`limits_argv`), so one command cannot take the machine down: each process may
   allocate :data:`MEMORY_LIMIT` bytes and use as many seconds of CPU as the time limit, the sandbox may hold
-  :data:`PROCESS_LIMIT` processes and threads (binding for unprivileged users only: the kernel never applies
-  it to root, where the time limit and the PID namespace contain a fork bomb), ``/tmp`` holds
+  :data:`PROCESS_LIMIT` processes and threads (by ``RLIMIT_NPROC``, which the kernel never applies to root, so
+  as root by a pids cgroup per command where one is writable, else the time limit and the PID namespace
+  contain a fork bomb), ``/tmp`` holds
   :data:`TMP_SIZE` bytes and ``/dev/shm`` :data:`SHM_SIZE`, and every other place, ``/dev`` and the hidden
   home directories included, is read-only; the caps are set by util-linux ``prlimit`` inside the sandbox,
   and a result that looks like a cap was hit says which one;
@@ -45,6 +46,7 @@ from typing import Any, BinaryIO, Literal
 
 from hive.providers.base import ToolSpec
 from hive.tools.base import ToolResult
+from hive.tools.cgroup import PidsGroup, find_pids_parent
 from hive.tools.common import (
     OUTPUT_CAP,
     ToolError,
@@ -91,7 +93,9 @@ SHM_SIZE = 64 << 20
 PROCESS_LIMIT = 4096
 """Processes and threads the sandbox may hold (``RLIMIT_NPROC``, counted in the sandbox's own user namespace
 since Linux 5.14): far above a parallel build or test run, far below the kernel's default of 32,768 pids. The
-kernel never applies it to root; there a fork bomb runs until the time limit and dies with the sandbox."""
+kernel never applies it to root: there each command's sandbox gets a pids cgroup with this ``pids.max``
+(:mod:`hive.tools.cgroup`), where one is writable; without one a fork bomb runs until the time limit and dies
+with the sandbox."""
 
 _SECRET_NAME = re.compile(
     r"(?:^|_)(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIALS?)$|API_?KEY|ACCESS_KEY|PRIVATE_KEY",
@@ -187,9 +191,9 @@ def paths_to_keep(repo: Path, hidden: Sequence[Path]) -> list[Path]:
     return keep
 
 
-def limits_argv(prlimit: str, cpu_seconds: int, *, processes: bool = True) -> list[str]:
+def limits_argv(prlimit: str, cpu_seconds: int, *, processes: int | None = PROCESS_LIMIT) -> list[str]:
     """The ``prlimit`` prefix that caps what ``argv`` after it may use: :data:`MEMORY_LIMIT` of data per
-    process, ``cpu_seconds`` of CPU per process and, with ``processes``, :data:`PROCESS_LIMIT` processes.
+    process, ``cpu_seconds`` of CPU per process and, unless None, ``processes`` processes.
 
     Soft and hard limits are set together, so the command cannot raise them again (that needs
     ``CAP_SYS_RESOURCE``, which the sandbox drops). Only the CPU limit gets a second of slack: ``SIGXCPU`` at
@@ -198,8 +202,8 @@ def limits_argv(prlimit: str, cpu_seconds: int, *, processes: bool = True) -> li
     path leaves it out.
     """
     caps = [f"--data={MEMORY_LIMIT}", f"--cpu={cpu_seconds}:{cpu_seconds + 1}"]
-    if processes:
-        caps.append(f"--nproc={PROCESS_LIMIT}")
+    if processes is not None:
+        caps.append(f"--nproc={processes}")
     return [prlimit, *caps, "--"]
 
 
@@ -271,7 +275,9 @@ _PROCESS_FAILURE = re.compile(
 )
 
 
-def limit_notes(output: str, exit_code: int | None, *, sandboxed: bool, cpu_seconds: int) -> list[str]:
+def limit_notes(
+    output: str, exit_code: int | None, *, sandboxed: bool, cpu_seconds: int, processes: int = PROCESS_LIMIT
+) -> list[str]:
     """Lines telling the model which resource cap a failed command seems to have hit, read from its output.
 
     Only for a command that failed (a non-zero exit or a time-out), so a test that prints ``MemoryError`` on
@@ -291,7 +297,7 @@ def limit_notes(output: str, exit_code: int | None, *, sandboxed: bool, cpu_seco
             "the command ran out of space]"
         )
     if sandboxed and _PROCESS_FAILURE.search(output):
-        notes.append(f"[the sandbox holds at most {PROCESS_LIMIT} processes and threads; the command hit that cap]")
+        notes.append(f"[the sandbox holds at most {processes} processes and threads; the command hit that cap]")
     if exit_code == 128 + signal.SIGXCPU or exit_code == -signal.SIGXCPU or "CPU time limit" in output:
         notes.append(f"[each process may use at most {cpu_seconds} s of CPU time; the command used it up]")
     return notes
@@ -542,8 +548,12 @@ class BashTool:
         bwrap_path: str = "bwrap",
         prlimit_path: str = "prlimit",
         env: Mapping[str, str] | None = None,
+        processes: int = PROCESS_LIMIT,
     ) -> None:
         self.repo = repo.resolve()
+        self.processes = processes
+        self.pids_parent = find_pids_parent()
+        """Where each command gets a pids cgroup (root only, which ``RLIMIT_NPROC`` does not bind), or None."""
         self.timeout = timeout
         self.cap = cap
         self.unsafe = unsafe
@@ -576,7 +586,7 @@ class BashTool:
             outcome = await self._in_sandbox(argv, limit=timeout, cap=self.cap)
         else:
             if self.prlimit is not None:
-                argv = [*limits_argv(self.prlimit, math.ceil(timeout), processes=False), *argv]
+                argv = [*limits_argv(self.prlimit, math.ceil(timeout), processes=None), *argv]
             outcome = await run_capped(
                 argv, cwd=self.repo, env=self.env, limit=timeout, cap=self.cap, stop=self._closing
             )
@@ -611,20 +621,31 @@ class BashTool:
         )
 
     async def _in_sandbox(self, argv: list[str], *, limit: float, cap: int) -> Outcome:
+        group = PidsGroup.create(self.pids_parent, self.processes) if self.pids_parent is not None else None
         info_pipe = os.pipe()
         sandboxed = bwrap_argv(
             self.bwrap or "bwrap",
             self.repo,
-            [*limits_argv(self.prlimit or "prlimit", math.ceil(limit)), *argv],
+            [*limits_argv(self.prlimit or "prlimit", math.ceil(limit), processes=self.processes), *argv],
             hide=self.hidden,
             keep=self.keep,
             drop_caps=os.geteuid() == 0,
             info_fd=info_pipe[1],
             sized=self.sized,
         )
-        return await run_capped(
-            sandboxed, cwd=self.repo, env=self.env, limit=limit, cap=cap, stop=self._closing, info_pipe=info_pipe
-        )
+        try:
+            return await run_capped(
+                group.join(sandboxed) if group is not None else sandboxed,
+                cwd=self.repo,
+                env=self.env,
+                limit=limit,
+                cap=cap,
+                stop=self._closing,
+                info_pipe=info_pipe,
+            )
+        finally:
+            if group is not None:
+                await group.remove()
 
     def _result(self, command: str, outcome: Outcome, timeout: float, sandboxed: bool) -> ToolResult:
         label = f"ran `{preview(command)}`" + ("" if sandboxed else " unsandboxed")
@@ -644,7 +665,9 @@ class BashTool:
                 activity=f"{label}: stopped",
             )
         cpu_seconds = math.ceil(timeout)
-        found = limit_notes(outcome.output, outcome.exit_code, sandboxed=sandboxed, cpu_seconds=cpu_seconds)
+        found = limit_notes(
+            outcome.output, outcome.exit_code, sandboxed=sandboxed, cpu_seconds=cpu_seconds, processes=self.processes
+        )
         notes = "".join(f"\n{note}" for note in found)
         if outcome.exit_code is None:
             return ToolResult(
