@@ -29,7 +29,7 @@ from hive.tools.bash import (
     limit_notes,
     sandbox_env,
 )
-from hive.tools.cgroup import find_pids_parent, pids_parent
+from hive.tools.cgroup import Parent, cgroup_parents, find_cgroup_parents
 from hive.tools.registry import Toolbox
 
 
@@ -233,7 +233,7 @@ async def test_a_fork_bomb_returns_at_the_time_limit_and_leaves_nothing_behind(b
     # The process cap binds unprivileged users (RLIMIT_NPROC) and root with a pids cgroup. Where it cannot
     # (root without one) the bomb stops itself after nine generations (about 1,000 shells): enough to show
     # a large tree is killed at the limit, without loading the machine the rest of the suite runs on.
-    capped = os.geteuid() != 0 or bash.pids_parent is not None
+    capped = os.geteuid() != 0 or "pids" in bash.cgroups
     bomb = "bomb() { bomb | bomb & }; bomb" if capped else (
         "bomb() { [ $1 -gt 0 ] && { bomb $(($1-1)) | bomb $(($1-1)) & }; sleep 60; }; bomb 9")
     result = await bash.run({"command": f": {name}; {bomb}; sleep 60", "timeout": 3})
@@ -249,7 +249,7 @@ async def test_a_fork_bomb_returns_at_the_time_limit_and_leaves_nothing_behind(b
 async def test_the_process_cap_binds_root_too(repo: Path) -> None:
     """Unprivileged, RLIMIT_NPROC caps the sandbox; as root (which the kernel exempts from it) a pids
     cgroup per command does, and is removed when the command ends."""
-    if os.geteuid() == 0 and find_pids_parent() is None:
+    if os.geteuid() == 0 and "pids" not in find_cgroup_parents():
         pytest.skip("as root, the process cap needs a writable pids cgroup, and this machine has none")
     tool = BashTool(repo, timeout=30, processes=40)
     try:
@@ -260,23 +260,50 @@ async def test_the_process_cap_binds_root_too(repo: Path) -> None:
         assert after.text == "alive\n[exit code 0]"
     finally:
         await tool.aclose()
-    if tool.pids_parent is not None:
-        assert not list(tool.pids_parent.glob(f"hive-{os.getpid()}-*"))
+    for parent in tool.cgroups.values():
+        assert not list(parent.path.glob(f"hive-{os.getpid()}-*"))
 
 
-def test_the_pids_cgroup_is_found_in_v1_and_v2_hierarchies(tmp_path: Path) -> None:
-    v1 = "39 31 0:36 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids\n"
-    assert pids_parent(v1, "8:pids:/\n0::/\n") == Path("/sys/fs/cgroup/pids")
-    assert pids_parent(v1, "8:pids:/ci/job-7\n") == Path("/sys/fs/cgroup/pids/ci/job-7")
+async def test_as_root_the_sandbox_s_processes_share_one_memory_cap(repo: Path) -> None:
+    """Each process stays under its own data limit, but together (here one process and the private /tmp)
+    they go over the memory cgroup's limit, and the kernel kills one."""
+    if os.geteuid() != 0 or "memory" not in find_cgroup_parents():
+        pytest.skip("the sandbox-wide memory cap is a memory cgroup, made only as root where one is writable")
+    tool = BashTool(repo, timeout=30, memory=96 << 20)
+    try:
+        fits = await tool.run({"command": "python3 -c 'b = bytearray(40 << 20); print(len(b))'"})
+        assert fits.text == f"{40 << 20}\n[exit code 0]"
+        command = "head -c 60M /dev/zero > /tmp/fill && python3 -c 'b = bytearray(60 << 20); print(len(b))'"
+        over = await tool.run({"command": command})
+        assert "[the command's processes together may use at most 96 MiB of memory, /tmp included;" in over.text
+        assert f"{60 << 20}" not in over.text
+    finally:
+        await tool.aclose()
+    for parent in tool.cgroups.values():
+        assert not list(parent.path.glob(f"hive-{os.getpid()}-*"))
+
+
+def test_cgroups_are_found_in_v1_and_v2_hierarchies(tmp_path: Path) -> None:
+    pids = "39 31 0:36 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids\n"
+    memory = "35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n"
+    assert cgroup_parents(pids + memory, "8:pids:/\n4:memory:/jobs/7\n0::/\n") == {
+        "pids": Parent(Path("/sys/fs/cgroup/pids"), v2=False),
+        "memory": Parent(Path("/sys/fs/cgroup/memory/jobs/7"), v2=False),
+    }
     nested = "39 31 0:36 /ci /sys/fs/cgroup/pids rw - cgroup cgroup rw,pids\n"
-    assert pids_parent(nested, "8:pids:/ci/job-7\n") == Path("/sys/fs/cgroup/pids/job-7")
-    assert pids_parent(v1.replace("rw,pids", "rw,memory"), "8:memory:/\n") is None
+    assert cgroup_parents(nested, "8:pids:/ci/job-7\n") == {"pids": Parent(Path("/sys/fs/cgroup/pids/job-7"), False)}
+    assert cgroup_parents(pids, "4:memory:/\n") == {}  # hive is in no cgroup of that hierarchy
     (tmp_path / "hive.service").mkdir()
     v2 = f"30 23 0:26 / {tmp_path} rw - cgroup2 cgroup2 rw\n"
-    (tmp_path / "hive.service" / "cgroup.subtree_control").write_text("cpu memory\n")
-    assert pids_parent(v2, "0::/hive.service\n") is None  # pids not handed to children
+    (tmp_path / "hive.service" / "cgroup.subtree_control").write_text("cpu io\n")
+    assert cgroup_parents(v2, "0::/hive.service\n") == {}  # neither handed to children
     (tmp_path / "hive.service" / "cgroup.subtree_control").write_text("cpu memory pids\n")
-    assert pids_parent(v2, "0::/hive.service\n") == tmp_path / "hive.service"
+    both = Parent(tmp_path / "hive.service", v2=True)
+    assert cgroup_parents(v2, "0::/hive.service\n") == {"pids": both, "memory": both}
+    assert cgroup_parents(pids + v2, "8:pids:/\n0::/hive.service\n") == {
+        "pids": Parent(Path("/sys/fs/cgroup/pids"), v2=False),  # a v1 hierarchy first
+        "memory": both,
+    }
 
 
 def test_limit_notes_name_the_cap_a_failed_command_hit() -> None:

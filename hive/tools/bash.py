@@ -14,9 +14,9 @@ The sandbox (see :func:`bwrap_argv`):
   ``*_SECRET`` variable, no ``LD_PRELOAD`` or other loader and shell start-up variables;
 - resource caps (see :func:`limits_argv`), so one command cannot take the machine down: each process may
   allocate :data:`MEMORY_LIMIT` bytes and use as many seconds of CPU as the time limit, the sandbox may hold
-  :data:`PROCESS_LIMIT` processes and threads (by ``RLIMIT_NPROC``, which the kernel never applies to root, so
-  as root by a pids cgroup per command where one is writable, else the time limit and the PID namespace
-  contain a fork bomb), ``/tmp`` holds
+  :data:`PROCESS_LIMIT` processes and threads (by ``RLIMIT_NPROC``, which the kernel never applies to root), as
+  root its processes together may use :data:`SANDBOX_MEMORY` bytes and hold :data:`PROCESS_LIMIT` processes
+  by cgroups made for each command (:mod:`hive.tools.cgroup`, where writable), ``/tmp`` holds
   :data:`TMP_SIZE` bytes and ``/dev/shm`` :data:`SHM_SIZE`, and every other place, ``/dev`` and the hidden
   home directories included, is read-only; the caps are set by util-linux ``prlimit`` inside the sandbox,
   and a result that looks like a cap was hit says which one;
@@ -39,14 +39,14 @@ import re
 import shutil
 import signal
 import sys
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
 from hive.providers.base import ToolSpec
 from hive.tools.base import ToolResult
-from hive.tools.cgroup import PidsGroup, find_pids_parent
+from hive.tools.cgroup import Controller, SandboxGroup, find_cgroup_parents
 from hive.tools.common import (
     OUTPUT_CAP,
     ToolError,
@@ -96,6 +96,9 @@ since Linux 5.14): far above a parallel build or test run, far below the kernel'
 kernel never applies it to root: there each command's sandbox gets a pids cgroup with this ``pids.max``
 (:mod:`hive.tools.cgroup`), where one is writable; without one a fork bomb runs until the time limit and dies
 with the sandbox."""
+SANDBOX_MEMORY = 4 << 30
+"""Bytes a command's processes may use together, its ``/tmp`` and shared memory included: a memory cgroup's
+limit, so only as root where one is writable (elsewhere the per-process :data:`MEMORY_LIMIT` is the cap)."""
 
 _SECRET_NAME = re.compile(
     r"(?:^|_)(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIALS?)$|API_?KEY|ACCESS_KEY|PRIVATE_KEY",
@@ -276,9 +279,17 @@ _PROCESS_FAILURE = re.compile(
 
 
 def limit_notes(
-    output: str, exit_code: int | None, *, sandboxed: bool, cpu_seconds: int, processes: int = PROCESS_LIMIT
+    output: str,
+    exit_code: int | None,
+    *,
+    sandboxed: bool,
+    cpu_seconds: int,
+    processes: int = PROCESS_LIMIT,
+    memory: int = SANDBOX_MEMORY,
+    caps_hit: Collection[Controller] = (),
 ) -> list[str]:
-    """Lines telling the model which resource cap a failed command seems to have hit, read from its output.
+    """Lines telling the model which resource cap a failed command hit: read from its output, and from
+    ``caps_hit``, what the sandbox's cgroups counted (root only).
 
     Only for a command that failed (a non-zero exit or a time-out), so a test that prints ``MemoryError`` on
     its way to passing gets no note. The ``/tmp`` and process caps exist only in the sandbox.
@@ -296,7 +307,12 @@ def limit_notes(
             f"[/tmp holds at most {size_text(TMP_SIZE)} and everything outside it is read-only; "
             "the command ran out of space]"
         )
-    if sandboxed and _PROCESS_FAILURE.search(output):
+    if "memory" in caps_hit:
+        notes.append(
+            f"[the command's processes together may use at most {size_text(memory)} of memory, /tmp included; "
+            "the kernel killed one that went over]"
+        )
+    if sandboxed and ("pids" in caps_hit or _PROCESS_FAILURE.search(output)):
         notes.append(f"[the sandbox holds at most {processes} processes and threads; the command hit that cap]")
     if exit_code == 128 + signal.SIGXCPU or exit_code == -signal.SIGXCPU or "CPU time limit" in output:
         notes.append(f"[each process may use at most {cpu_seconds} s of CPU time; the command used it up]")
@@ -348,6 +364,8 @@ class Outcome:
     """None when the command was killed by the time limit or by a stop request."""
     output: str
     ended: Literal["exited", "timed_out", "stopped"] = "exited"
+    caps_hit: frozenset[Controller] = frozenset()
+    """The sandbox's cgroup caps the command ran into (root only)."""
 
 
 def _kill_group(proc: asyncio.subprocess.Process) -> None:
@@ -549,11 +567,13 @@ class BashTool:
         prlimit_path: str = "prlimit",
         env: Mapping[str, str] | None = None,
         processes: int = PROCESS_LIMIT,
+        memory: int = SANDBOX_MEMORY,
     ) -> None:
         self.repo = repo.resolve()
         self.processes = processes
-        self.pids_parent = find_pids_parent()
-        """Where each command gets a pids cgroup (root only, which ``RLIMIT_NPROC`` does not bind), or None."""
+        self.memory = memory
+        self.cgroups = find_cgroup_parents()
+        """Where each command gets its cgroups (root only, where writable), by controller."""
         self.timeout = timeout
         self.cap = cap
         self.unsafe = unsafe
@@ -621,7 +641,8 @@ class BashTool:
         )
 
     async def _in_sandbox(self, argv: list[str], *, limit: float, cap: int) -> Outcome:
-        group = PidsGroup.create(self.pids_parent, self.processes) if self.pids_parent is not None else None
+        limits: dict[Controller, int] = {"pids": self.processes, "memory": self.memory}
+        group = SandboxGroup.create(self.cgroups, limits) if self.cgroups else None
         info_pipe = os.pipe()
         sandboxed = bwrap_argv(
             self.bwrap or "bwrap",
@@ -634,7 +655,7 @@ class BashTool:
             sized=self.sized,
         )
         try:
-            return await run_capped(
+            outcome = await run_capped(
                 group.join(sandboxed) if group is not None else sandboxed,
                 cwd=self.repo,
                 env=self.env,
@@ -643,6 +664,7 @@ class BashTool:
                 stop=self._closing,
                 info_pipe=info_pipe,
             )
+            return replace(outcome, caps_hit=frozenset(group.hits())) if group is not None else outcome
         finally:
             if group is not None:
                 await group.remove()
@@ -666,7 +688,13 @@ class BashTool:
             )
         cpu_seconds = math.ceil(timeout)
         found = limit_notes(
-            outcome.output, outcome.exit_code, sandboxed=sandboxed, cpu_seconds=cpu_seconds, processes=self.processes
+            outcome.output,
+            outcome.exit_code,
+            sandboxed=sandboxed,
+            cpu_seconds=cpu_seconds,
+            processes=self.processes,
+            memory=self.memory,
+            caps_hit=outcome.caps_hit,
         )
         notes = "".join(f"\n{note}" for note in found)
         if outcome.exit_code is None:
