@@ -10,8 +10,9 @@ folds = whole scenarios, so a head is always scored on a codebase it did not tra
 The publish heads are then calibrated on data/narration/*-notes.jsonl: 3 000+ utterances in the long
 register of real agent narration, written and labelled for hive by twelve other writers, which the heads
 never train on. Text by other hands is what the heads meet in a live run, and calibrating on it keeps the
-0.8 / 0.2 / 0.6 bars honest there. Deterministic: no sampling, fixed folds, fixed iteration counts. The
-development set under ../shared/evals is never read here.
+0.8 / 0.2 / 0.6 bars honest there. The deliver and relate heads, which have no such pairs, are held to the
+same confident-wrong budget on their out-of-fold scores. Deterministic: no sampling, fixed folds, fixed
+iteration counts. The development set under ../shared/evals is never read here.
 """
 
 from __future__ import annotations
@@ -51,8 +52,9 @@ TOPIC_GROUP = {"cause": "code", "fix": "code"}
 # A reproduction and a later fix verification may or may not bear on each other: left unlabelled.
 AMBIGUOUS_GROUPS = frozenset({("repro", "code"), ("code", "repro")})
 CONFIDENT_WRONG_BUDGET = 0.05
-"""The share of calibration utterances a publish head may answer confidently and wrongly; below the
-issue's 10% ceiling, with margin for text further from ours."""
+"""The share of calibration items a head may answer confidently and wrongly (the calibration corpus for the
+publish heads, out-of-fold pairs for the pair heads); below the issue's 10% ceiling, with margin for text
+further from ours."""
 WIDENINGS = (1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 4.0)
 
 

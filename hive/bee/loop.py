@@ -349,8 +349,8 @@ class BeeLoop:
         if reason is not None:
             self._closed = reason
             # The coordinator counts the grace from the wrap-up it sent, so the bee does too.
-            start = self._wrap_up_at if self._wrap_up is not None else None
-            self._grace_ends = (start or asyncio.get_running_loop().time()) + self.brief.grace
+            start = self._wrap_up_at if self._wrap_up_at is not None else asyncio.get_running_loop().time()
+            self._grace_ends = start + self.brief.grace
 
     async def _ask(self) -> ModelResponse:
         if self._closed is None:
