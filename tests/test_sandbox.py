@@ -9,6 +9,7 @@ machine cannot make a sandbox at all.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import signal
@@ -29,7 +30,7 @@ from hive.tools.bash import (
     limit_notes,
     sandbox_env,
 )
-from hive.tools.cgroup import Parent, cgroup_parents, find_cgroup_parents
+from hive.tools.cgroup import JOIN_FAILED, Parent, SandboxGroup, cgroup_parents, find_cgroup_parents
 from hive.tools.registry import Toolbox
 
 
@@ -281,6 +282,42 @@ async def test_as_root_the_sandbox_s_processes_share_one_memory_cap(repo: Path) 
         await tool.aclose()
     for parent in tool.cgroups.values():
         assert not list(parent.path.glob(f"hive-{os.getpid()}-*"))
+
+
+async def test_cgroups_that_cannot_be_joined_are_dropped_not_fatal(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    if not find_cgroup_parents():
+        pytest.skip("needs root and a writable cgroup hierarchy to make the cgroups in")
+    # Made for real, but the shell cannot join them, as under a cgroup v2 parent with processes of its own.
+    monkeypatch.setattr(SandboxGroup, "join", lambda self, argv: ["/bin/sh", "-c", f"exit {JOIN_FAILED}"])
+    tool = BashTool(repo, timeout=30)
+    try:
+        result = await tool.run({"command": "echo still runs"})
+        assert result.text == "still runs\n[exit code 0]"
+        assert tool.cgroups == {}
+    finally:
+        await tool.aclose()
+
+
+async def test_cgroups_left_by_a_killed_bee_are_swept(repo: Path) -> None:
+    parents = find_cgroup_parents()
+    if not parents:
+        pytest.skip("needs root and a writable cgroup hierarchy")
+    dead = await asyncio.create_subprocess_exec("true")  # a pid whose process is gone, like a killed bee's
+    await dead.wait()
+    stale = [p.path / f"hive-{dead.pid}-1" for p in parents.values()]
+    ours = [p.path / f"hive-{os.getpid()}-999999" for p in parents.values()]
+    for path in {*stale, *ours}:
+        path.mkdir()
+    tool = BashTool(repo, timeout=30)
+    try:
+        assert (await tool.run({"command": "true"})).ok
+        assert not any(path.exists() for path in stale)
+        assert all(path.exists() for path in ours)  # a live hive's cgroup is its own to remove
+    finally:
+        await tool.aclose()
+        for path in {*stale, *ours}:
+            with contextlib.suppress(FileNotFoundError):
+                path.rmdir()
 
 
 def test_cgroups_are_found_in_v1_and_v2_hierarchies(tmp_path: Path) -> None:

@@ -46,7 +46,7 @@ from typing import Any, BinaryIO, Literal
 
 from hive.providers.base import ToolSpec
 from hive.tools.base import ToolResult
-from hive.tools.cgroup import Controller, SandboxGroup, find_cgroup_parents
+from hive.tools.cgroup import JOIN_FAILED, Controller, SandboxGroup, find_cgroup_parents
 from hive.tools.common import (
     OUTPUT_CAP,
     ToolError,
@@ -622,6 +622,11 @@ class BashTool:
         if not self._probed:
             # bwrap may be installed yet unable to make namespaces (a locked-down container): find out once.
             probe = await self._in_sandbox(["true"], limit=15.0, cap=2000)
+            if probe.exit_code == JOIN_FAILED and self.cgroups:
+                # The cgroups could be made but not joined (a cgroup v2 parent with processes of its own, say):
+                # go without them rather than fail every command.
+                self.cgroups = {}
+                probe = await self._in_sandbox(["true"], limit=15.0, cap=2000)
             if probe.exit_code != 0:
                 # A bubblewrap before 0.7 (or a setuid one) refuses --size: sandbox it without the tmpfs caps.
                 self.sized = False

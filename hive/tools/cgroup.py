@@ -26,6 +26,8 @@ Controller = Literal["pids", "memory"]
 CONTROLLERS: tuple[Controller, ...] = ("pids", "memory")
 EMPTY_SECONDS = 2.0
 """How long a cgroup may take to empty after its sandbox was killed before its stragglers are killed."""
+JOIN_FAILED = 125
+"""The exit code of a command whose shell could not move itself into its cgroups."""
 _serial = itertools.count(1)
 
 
@@ -113,6 +115,8 @@ class SandboxGroup:
     @classmethod
     def create(cls, parents: Mapping[Controller, Parent], limits: Mapping[Controller, int]) -> SandboxGroup | None:
         """New cgroups under ``parents`` with ``limits``; None if there is nothing to make or it fails."""
+        for where in {p.path for p in parents.values()}:
+            _sweep(where)
         name = f"hive-{os.getpid()}-{next(_serial)}"
         files: dict[Path, dict[str, str]] = {}
         for controller, limit in limits.items():
@@ -133,7 +137,7 @@ class SandboxGroup:
 
     def join(self, argv: Sequence[str]) -> list[str]:
         """``argv`` started by a shell that first moves itself into the cgroups, then becomes ``argv``."""
-        script = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"'
+        script = f'while [ "$1" != -- ]; do echo $$ > "$1" || exit {JOIN_FAILED}; shift; done; shift; exec "$@"'
         return ["/bin/sh", "-c", script, "sh", *(str(p / "cgroup.procs") for p in self.paths), "--", *argv]
 
     def hits(self) -> set[Controller]:
@@ -173,6 +177,27 @@ class SandboxGroup:
                         with contextlib.suppress(ProcessLookupError, PermissionError):
                             os.kill(pid, signal.SIGKILL)
             await asyncio.sleep(0.01)
+
+
+def _sweep(parent: Path) -> None:
+    """Remove the cgroups a killed bee left behind: ours are named ``hive-<pid>-<n>``, and one whose process
+    is gone has no one to remove it. A cgroup still holding processes cannot be removed and stays."""
+    with contextlib.suppress(OSError):
+        for path in parent.glob("hive-*-*"):
+            owner = path.name.split("-")[1]
+            if owner.isdigit() and not _alive(int(owner)):
+                with contextlib.suppress(OSError):
+                    path.rmdir()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _counters(path: Path) -> dict[str, int]:
