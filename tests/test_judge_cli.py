@@ -138,6 +138,7 @@ def test_eval_relate_and_deliver(capsys: pytest.CaptureFixture[str]) -> None:
     assert relate["cross_bee_supersedes_wrong"] == 0 and relate["confusion"]["unrelated"] == {"unsure": 1}
     deliver = run_json(capsys, "judge", "eval", str(DATA / "deliver.jsonl"), "--gate", "deliver", "--judge", RULES)
     assert (deliver["accuracy"], deliver["coverage"], deliver["confident_wrong"]) == (0.5, 1.0, 0.5)
+    assert deliver["right_when_confident"] == 0.5
 
 
 def test_eval_prints_a_table(capsys: pytest.CaptureFixture[str]) -> None:
@@ -170,6 +171,8 @@ def test_eval_with_a_bad_file_exits_2(
 def test_scores_count_unsure_as_wrong_and_macro_f1_over_labels() -> None:
     scores = score_labels(["a", "a", "b", "b"], ["a", "unsure", "a", "b"])
     assert (scores.accuracy, scores.coverage, scores.confident_wrong) == (0.5, 0.75, 0.25)
+    assert scores.right_when_confident == pytest.approx(2 / 3)
+    assert score_labels(["a"], ["unsure"]).right_when_confident == 0.0
     # a: precision 1/2, recall 1/2 → 0.5; b: precision 1, recall 1/2 → 2/3
     assert scores.macro_f1 == pytest.approx((0.5 + 2 / 3) / 2)
     assert scores.confusion == {"a": {"a": 1, "unsure": 1}, "b": {"a": 1, "b": 1}}

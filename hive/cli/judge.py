@@ -221,17 +221,20 @@ def _print_report(report: dict[str, Any]) -> None:
     typer.echo(f"{report['gate']} · {report['n']} items · judge {','.join(report['judge'])}")
     typer.echo(
         f"  {subject:<8} accuracy {report['accuracy']:.3f} · coverage {report['coverage']:.3f} · "
-        f"confident-wrong {report['confident_wrong']:.3f} · macro-F1 {report['macro_f1']:.3f}"
+        f"confident-wrong {report['confident_wrong']:.3f} · macro-F1 {report['macro_f1']:.3f} · "
+        f"right when confident {report['right_when_confident']:.3f}"
     )
     if "news_accuracy" in report:
         typer.echo(
             f"  {'news':<8} accuracy {report['news_accuracy']:.3f} · coverage {report['news_coverage']:.3f}"
             f" · confident-wrong {report['news_confident_wrong']:.3f}"
+            f" · right when confident {report['news_right_when_confident']:.3f}"
         )
     if "related_accuracy" in report:
         typer.echo(
             f"  {'related':<8} accuracy {report['related_accuracy']:.3f} · coverage "
-            f"{report['related_coverage']:.3f} · confident-wrong {report['related_confident_wrong']:.3f} "
+            f"{report['related_coverage']:.3f} · confident-wrong {report['related_confident_wrong']:.3f} · "
+            f"right when confident {report['related_right_when_confident']:.3f} "
             f"(related vs none) · cross-bee supersedes confidently wrong: {report['cross_bee_supersedes_wrong']}"
         )
     typer.echo(

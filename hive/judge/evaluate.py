@@ -14,9 +14,10 @@ questions for one item in one call per tier, items one after another. Item forma
 
 An unsure answer is never correct: ``accuracy`` counts confident right answers over all items,
 ``coverage`` the confident share, and ``confident_wrong`` the share answered confidently and wrongly,
-the only way a gate does harm. For relate, ``related_*`` also scores related-vs-none on its own: a pair
-counts as related when the three relations together reach the 0.6 pick bar, as unrelated when ``none``
-does.
+the only way a gate does harm; ``right_when_confident`` (accuracy over coverage) checks the bars: a
+calibrated judge is right at least as often as the bar it cleared says. For relate, ``related_*`` also
+scores related-vs-none on its own: a pair counts as related when the three relations together reach the
+0.6 pick bar, as unrelated when ``none`` does.
 """
 
 from __future__ import annotations
@@ -114,6 +115,12 @@ class Scores:
     labels: list[str]
     confusion: dict[str, dict[str, int]]
     """gold label → predicted label (or ``unsure``) → count."""
+
+    @property
+    def right_when_confident(self) -> float:
+        """The share of confident answers that are right: what the bars promise (≥ 0.8 for a boolean, ≥ 0.6
+        for a picked choice) if the probabilities mean what they say."""
+        return self.accuracy / self.coverage if self.coverage else 0.0
 
 
 def score_labels(gold: Sequence[str], predicted: Sequence[str]) -> Scores:
@@ -235,6 +242,7 @@ async def evaluate(gates: Gates, gate: str, items: Sequence[_Item]) -> dict[str,
         "accuracy": scores.accuracy,
         "coverage": scores.coverage,
         "confident_wrong": scores.confident_wrong,
+        "right_when_confident": scores.right_when_confident,
         "macro_f1": scores.macro_f1,
         "labels": scores.labels,
         "confusion": scores.confusion,
@@ -249,6 +257,7 @@ async def evaluate(gates: Gates, gate: str, items: Sequence[_Item]) -> dict[str,
             "news_accuracy": news_scores.accuracy,
             "news_coverage": news_scores.coverage,
             "news_confident_wrong": news_scores.confident_wrong,
+            "news_right_when_confident": news_scores.right_when_confident,
             "news_confusion": news_scores.confusion,
         }
     if gate == "relate":
@@ -257,6 +266,7 @@ async def evaluate(gates: Gates, gate: str, items: Sequence[_Item]) -> dict[str,
             "related_accuracy": related.accuracy,
             "related_coverage": related.coverage,
             "related_confident_wrong": related.confident_wrong,
+            "related_right_when_confident": related.right_when_confident,
             "related_confusion": related.confusion,
             "cross_bee_supersedes_wrong": cross_supersedes_wrong,
         }
