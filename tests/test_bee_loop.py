@@ -526,6 +526,41 @@ async def test_a_call_that_answers_within_half_the_grace_after_the_wrap_up_is_ke
     assert not [e for e in bee.entries() if e.event == "error"]
 
 
+class SlowToolbox(RecordingToolbox):
+    """A tool call that runs until the toolbox is closed, like a long test run stopped by the wrap-up."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._closing = asyncio.Event()
+
+    async def call(self, name: str, args: dict[str, Any]) -> ToolResult:
+        self.calls.append((name, args))
+        await asyncio.wait_for(self._closing.wait(), timeout=3600)
+        return ToolResult("[stopped: the tools were closed]", ok=False, activity=f"{name}: stopped")
+
+    async def aclose(self) -> None:
+        await super().aclose()
+        self._closing.set()
+
+
+async def test_a_wrap_up_stops_a_running_tool_call(tmp_path: Path) -> None:
+    channel_box: list[MemoryChannel] = []
+
+    async def fn(messages: list[Message], tools: list[ToolSpec], settings: ModelSettings) -> ModelResponse | str:
+        if "Time is up." in messages[-1].content:
+            return FIRST_REPORT
+        asyncio.get_running_loop().call_later(0.05, channel_box[0].push, WrapUp(reason="the run deadline passed"))
+        return tool_reply(read("a.py"))
+
+    toolbox = SlowToolbox()
+    bee = Bee(tmp_path, FunctionModel(fn), toolbox=toolbox, grace=30)
+    channel_box.append(bee.channel)
+    report = await bee.run()
+    assert toolbox.closed and toolbox.calls == [("read", {"path": "a.py"})]
+    assert (report.outcome, report.reason, report.text) == ("cut_short", "the run deadline passed", FIRST_REPORT)
+    assert [a.text for a in bee.sent(Activity)] == ["read: stopped"]
+
+
 async def test_time_limit_closes_the_tools(tmp_path: Path) -> None:
     bee_box: list[Bee] = []
 

@@ -14,7 +14,8 @@ What the loop does besides calling the model and its tools:
   what it has established. A short marked reply to it is a statement, not the final report.
 - **Budgets.** A wrap-up from the coordinator, the time limit, the step limit or the token budget closes
   the tools and asks for the final report, due within the brief's grace; the outcome is then ``cut_short``
-  with the reason.
+  with the reason. A wrap-up also stops a tool call already running, and a model call in flight keeps only
+  half the grace.
 - **Loop guard.** A third identical tool call is not run and gets a nudge; a fourth ends the bee, ``failed``.
 - **Outcomes.** Every run ends in one :class:`~hive.records.Report`: ``reported``, ``cut_short``,
   ``failed`` (a guard or an error hive raised on purpose, e.g. a model error retries did not get past) or
@@ -246,6 +247,9 @@ class BeeLoop:
                     self._wrap_up = prompts.one_line(message.reason).rstrip(".") or "wrap-up requested"
                     self._wrap_up_at = asyncio.get_running_loop().time()
                     self._wrapping.set()
+                    # The tools close at once: a command still running is stopped, so the grace goes to the
+                    # report rather than to a long test run.
+                    await self._toolbox.aclose()
             elif isinstance(message, Stop):
                 self.request_stop("stopped")
                 return
