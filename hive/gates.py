@@ -11,7 +11,11 @@ deliver       ``note``, ``kind``, ``from_bee``,       ``useful`` (boolean)
               ``focus``
 relate        ``earlier``, ``later``, ``same_bee``,   ``relation`` (choice)
               ``goal``
+answer        ``note``, ``kind``, ``bee``, ``goal``   ``answers`` (boolean)
 ============  ======================================  ==========================================
+
+``answer`` is the early stop of ``hive start --race``: asked of each new standing finding or decision, a
+near-certain yes (``ANSWERED_AT``) ends the run. It has no mode of its own: ``--race`` turns it on.
 
 Rules run before (or instead of) the judge and are logged like any decision, never silently: a
 near-duplicate candidate is dropped, and a ``decision`` or ``blocker`` note reaches every bee. Every method
@@ -30,11 +34,21 @@ from typing import Any, cast
 
 from hive.judge.engine import Judge, Verdict
 from hive.judge.questions import BooleanQuestion, ChoiceQuestion
-from hive.records import GATES, Answer, GateDecision, GateMode, Note, NoteKind, RelationKind, Utterance
+from hive.records import (
+    ANSWER_GATE,
+    GATES,
+    Answer,
+    GateDecision,
+    GateMode,
+    Note,
+    NoteKind,
+    RelationKind,
+    Utterance,
+)
 
 log = logging.getLogger("hive.gates")
 
-GATE_VERSIONS: dict[str, int] = {"publish": 1, "deliver": 1, "relate": 1}
+GATE_VERSIONS: dict[str, int] = {"publish": 1, "deliver": 1, "relate": 1, ANSWER_GATE: 1}
 """Bumped whenever a gate's wording, thresholds or fallback change, so ledger rows stay comparable."""
 
 NEWS = BooleanQuestion("news", "Would `note` help the other bees on `goal` who have not seen it?")
@@ -72,6 +86,12 @@ RELATION_CROSS_BEE = ChoiceQuestion(
     capability="relate",
     pick_bars={"supersedes": CROSS_BEE_SUPERSEDES_AT},
 )
+
+ANSWERS = BooleanQuestion(
+    "answers", "Does `note` give the answer to `goal`: what causes it, shown by evidence, not a step toward it?"
+)
+ANSWERED_AT = 0.9
+"""Ending every bee's work needs a near-certain reading, as replacing another bee's note does."""
 
 PUBLISH_QUESTIONS = (NEWS, KIND)
 DELIVER_QUESTIONS = (USEFUL,)
@@ -148,6 +168,14 @@ def publish_verdict(answers: Mapping[str, Answer]) -> tuple[str, NoteKind | None
     if news.zone == "yes" and kind.zone == "picked":
         return "publish", cast(NoteKind, kind.pick)
     return None
+
+
+def answer_verdict(answers: Mapping[str, Answer]) -> str | None:
+    """``answered`` on a near-certain yes (``ANSWERED_AT``), ``continue`` on a confident no, else ``None``."""
+    answer = answers["answers"]
+    if answer.zone == "yes" and (answer.p or 0.0) >= ANSWERED_AT:
+        return "answered"
+    return "continue" if answer.zone == "no" else None
 
 
 def deliver_verdict(answers: Mapping[str, Answer]) -> str | None:
@@ -242,6 +270,13 @@ class RelateResult:
     score: float
 
 
+@dataclass(frozen=True)
+class AnswerResult:
+    decision: GateDecision | None
+    answered: bool
+    score: float
+
+
 def _sequential_ids() -> Callable[[], str]:
     counter = itertools.count(1)
     return lambda: f"g-{next(counter):06d}"
@@ -274,7 +309,7 @@ class Gates:
     def _row(
         self, gate: str, outcome: str, verdict: Verdict, judged: str | None, **fields: Any
     ) -> GateDecision:
-        mode = self.modes[gate]
+        mode = self.modes.get(gate, "active")
         if mode == "shadow":
             source, reason = "shadow", verdict.reason or "shadow"
         elif judged is not None:
@@ -416,3 +451,27 @@ class Gates:
         except Exception as e:  # a bug here must never remove a note
             log.warning("relate gate failed on %s → %s: %s", later.id, earlier.id, e)
             return RelateResult(None, None, 0.0)
+
+    # ----------------------------------------------------------------------- answer
+
+    async def answer(self, note: Note) -> AnswerResult:
+        """Does ``note`` answer the goal, so every bee can stop? Unsure or failed: the hive goes on."""
+        try:
+            state = {"note": note.text, "kind": note.kind, "bee": note.bee, "goal": self.goal}
+            verdict = await self.judge.ask(ANSWER_GATE, (ANSWERS,), state)
+            judged = answer_verdict(verdict.answers)
+            score = verdict.answers["answers"].p or 0.0
+            row = self._row(
+                ANSWER_GATE,
+                judged or "continue",
+                verdict,
+                judged,
+                note=note.id,
+                bee=note.bee,
+                kind=note.kind,
+                score=score,
+            )
+            return AnswerResult(row, judged == "answered", score)
+        except Exception as e:  # a bug here must cost the early stop, not the run
+            log.warning("answer gate failed on %s: %s", note.id, e)
+            return AnswerResult(None, False, 0.0)

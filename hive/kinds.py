@@ -13,3 +13,8 @@ GateMode = Literal["off", "shadow", "active"]
 DecisionSource = Literal["judge", "fallback", "rule", "shadow"]
 BeeOutcome = Literal["reported", "cut_short", "failed", "crashed"]
 GATES: tuple[str, ...] = ("publish", "deliver", "relate")
+"""The gates between the bees, each with a mode (off, shadow, active)."""
+ANSWER_GATE = "answer"
+"""The early-stop gate: asked only with ``hive start --race``, so it has no mode of its own."""
+JUDGED_GATES: tuple[str, ...] = (*GATES, ANSWER_GATE)
+"""Every gate a judge may be asked for."""

@@ -24,7 +24,13 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 # The vocabulary lives in hive.kinds (no heavy imports) and is re-exported here with the records using it.
 from hive.kinds import (
+    ANSWER_GATE as ANSWER_GATE,
+)
+from hive.kinds import (
     GATES as GATES,
+)
+from hive.kinds import (
+    JUDGED_GATES as JUDGED_GATES,
 )
 from hive.kinds import (
     NOTE_KINDS as NOTE_KINDS,
@@ -236,7 +242,8 @@ class TierCall(Record):
 class GateDecision(Record):
     """One line of ``gate.jsonl``: one decision of a gate, by the judge or by a rule.
 
-    ``gate`` is ``publish``, ``deliver`` or ``relate`` for judged gates, and names the rule otherwise:
+    ``gate`` is ``publish``, ``deliver`` or ``relate`` for judged gates (and ``answer``, the early stop of
+    ``hive start --race``, outcome ``answered`` or ``continue``), and names the rule otherwise:
     ``correct``, ``conflict``, ``withheld``, ``verify``. Duplicate drops are ``publish`` decisions with
     outcome ``duplicate`` and source ``rule``; over-cap deliveries are ``deliver`` decisions with
     outcome ``capped``.

@@ -133,6 +133,63 @@ def test_two_bees_publish_withhold_deliver(hive: Hive) -> None:
     assert "CUTOFF_HOUR = 0 and the export never reads it" in seen
 
 
+def test_race_stops_every_bee_once_a_note_answers_the_problem(hive: Hive) -> None:
+    """With --race, the first note the judge is near-certain answers the problem wraps the whole hive up;
+    a note it is only fairly sure of (0.85, under the 0.9 bar) does not."""
+    slow = [turn("Reading one more module before I say anything else about it.", ls(), 1.0) for _ in range(30)]
+    script = write_script(hive.root, {
+        "bee-1": [turn("FOUND: app/config.py:2 sets CUTOFF_HOUR = 0, which may matter for late rows.", ls()),
+                  turn("FOUND: app/export.py:5 iterates with range(0, len(rows) - size + 1, size), so the final "
+                       "partial batch is never yielded: that is where the rows go.", ls(), 0.5),
+                  *slow, report()],
+        "bee-2": [*slow, report()],
+    })
+    judge = write_judge(hive.root, [
+        *publish_rules(),
+        ROUTINE_DELIVER,
+        {"gate": "answer", "when": {"note": "CUTOFF_HOUR"}, "answers": {"answers": 0.85}},
+        {"gate": "answer", "when": {"note": "partial batch"}, "answers": {"answers": 0.95}},
+    ])
+    started = time.monotonic()
+    done = hive.run(script, f"script:{judge}", "--race", "--angle", "batching", "--angle", "config")
+    assert done.returncode == 0, done.stderr
+    assert time.monotonic() - started < 25  # the bees' scripts alone run for 30 s
+    run_dir = only_run(hive.runs)
+    info = load_info(run_dir)
+    answered = next(n for n in notes(run_dir) if "partial batch" in n.text)
+    reason = f"{answered.id} by bee-1 answers the problem"
+    assert (info.status, info.exit_reason, info.settings["race"]) == ("finished", reason, True)
+    # (the scripted bees go on calling tools after the wrap-up, so they are ended with what they have)
+    assert all(b.outcome == "cut_short" and (b.reason or "").startswith(reason) for b in info.bees), info.bees
+    rows = [(d.note, d.outcome, d.source, d.score) for d in gates(run_dir) if d.gate == "answer"]
+    assert [row[1:] for row in rows] == [("continue", "fallback", 0.85), ("answered", "judge", 0.95)]
+    assert rows[1][0] == answered.id
+    assert f"{reason}: asking every bee for its report (--race)" in done.stdout
+    audit = run_hive(["audit", "latest", "--gate", "answer", "--json", "--runs-dir", str(hive.runs)], cwd=hive.root)
+    assert audit.returncode == 0, audit.stderr
+    near = json.loads(audit.stdout)["near_threshold"]
+    assert sorted((n["question"], n["p"], n["bar"]) for n in near) == [("answers", 0.85, 0.9), ("answers", 0.95, 0.9)]
+
+
+def test_without_race_no_answer_is_asked_and_a_local_only_race_is_warned(hive: Hive) -> None:
+    script = write_script(hive.root, {
+        "bee-1": [turn("FOUND: app/export.py:5 drops the final partial batch: that is where the rows go.", ls()),
+                  report()],
+        "bee-2": [report()],
+    })
+    judge = write_judge(hive.root, [*publish_rules(), ROUTINE_DELIVER,
+                                    {"gate": "answer", "when": {"note": "."}, "answers": {"answers": 0.99}}])
+    done = hive.run(script, f"script:{judge}", "--angle", "batching", "--angle", "config")
+    assert done.returncode == 0, done.stderr
+    run_dir = only_run(hive.runs)
+    assert not [d for d in gates(run_dir) if d.gate == "answer"]
+    assert load_info(run_dir).exit_reason == "every bee reported"
+    local = run_hive(hive.args(script, "local", "--race", "--angle", "batching", "--angle", "config"),
+                     cwd=hive.root)
+    assert local.returncode == 0, local.stderr
+    assert "hive: note: --race asks the judge whether a note answers the problem" in local.stderr
+
+
 def test_six_bees(hive: Hive) -> None:
     bees = {
         f"bee-{i}": [turn(f"FOUND: observation number {i} about app/export.py and its batching loop, line {i}.",

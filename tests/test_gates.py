@@ -334,3 +334,33 @@ async def test_a_cross_bee_supersedes_below_the_bar_escalates_to_the_next_tier(t
     assert [(call.tier, call.kept) for call in result.decision.tiers] == [(cheap.id, []), (strong.id, ["relation"])]
     same_bee = await gates.relate(earlier, note("n-3", "flush drops the tail", bee="bee-1"))
     assert same_bee.relation == "supersedes" and len(same_bee.decision.tiers) == 1  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("p", "answered", "outcome", "source"),
+    [(0.95, True, "answered", "judge"), (0.85, False, "continue", "fallback"), (0.1, False, "continue", "judge")],
+)
+async def test_answer_stops_the_hive_only_when_near_certain(
+    tmp_path: Path, p: float, answered: bool, outcome: str, source: str
+) -> None:
+    gates = script_gates(tmp_path, [{"gate": "answer", "when": {"note": "partial batch"}, "answers": {"answers": p}}])
+    result = await gates.answer(note("n-0003", "export.py:5 never yields the final partial batch"))
+    assert result.answered is answered and result.score == p
+    row = result.decision
+    assert row is not None
+    assert (row.gate, row.outcome, row.source, row.note, row.kind, row.version) == (
+        "answer", outcome, source, "n-0003", "finding", 1)
+    assert row.answers["answers"].p == p
+
+
+async def test_answer_with_the_judge_down_goes_on() -> None:
+    result = await down_gates().answer(note("n-0003", "export.py:5 never yields the final partial batch"))
+    assert not result.answered
+    assert result.decision is not None and result.decision.reason == "error:unreachable"
+
+
+async def test_answer_state_names_the_goal_and_the_note(tmp_path: Path) -> None:
+    when = {"goal": "drop rows", "kind": "decision", "bee": "bee-4"}
+    gates = script_gates(tmp_path, [{"gate": "answer", "when": when, "answers": {"answers": 0.97}}])
+    assert (await gates.answer(note("n-9", "DECIDED: fix the range", bee="bee-4", kind="decision"))).answered
+    assert not (await gates.answer(note("n-9", "DECIDED: fix the range", bee="bee-4"))).answered

@@ -17,6 +17,10 @@ _NO_MODEL = (
     "no model: pass --model provider:model (e.g. openai:gpt-4.1-mini) or set HIVE_MODEL; "
     "'hive demo' runs a hive offline with no key"
 )
+_RACE_NEEDS_A_TIER = (
+    "hive: note: --race asks the judge whether a note answers the problem; the local tier cannot tell, so add "
+    "a tier that can (e.g. --judge local,llm:openai:gpt-4.1-mini) or the hive will not stop early"
+)
 
 
 @app.command("start")
@@ -45,6 +49,9 @@ def start_command(
     ),
     runs_dir: Path | None = RunsDirOption,
     unsafe_bash: bool = typer.Option(False, "--unsafe-bash", help="Run bash without the bubblewrap sandbox."),
+    race: bool = typer.Option(
+        False, "--race", help="Stop every bee once the judge is near-certain a note answers the problem."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the final summary as JSON."),
     plain: bool = typer.Option(False, "--plain", help="Plain timestamped lines instead of the live view."),
     quiet: bool = typer.Option(False, "--quiet", help="Print only the answer."),
@@ -73,6 +80,8 @@ def start_command(
     check_model_spec(model)
     model = resolve_spec(model)
     tier_specs = parse_tiers(judge)
+    if race and all(spec == "local" for spec in tier_specs):
+        typer.echo(_RACE_NEEDS_A_TIER, err=True)
     modes = gate_modes(gate_mode)
     investigator = load_role(role, cwd=repo_path)
     load_role("verifier", cwd=repo_path)
@@ -81,7 +90,7 @@ def start_command(
         gate_modes=modes, role=role, time_limit=time_limit or investigator.time_limit or 600.0, deadline=deadline,
         dispute_timeout=dispute_timeout, max_verifiers=max_verifiers, runs_dir=runs, unsafe_bash=unsafe_bash,
         delivery_cap=delivery_cap, grace=grace, stall_timeout=stall_timeout,
-        max_steps=max_steps or investigator.max_steps,
+        max_steps=max_steps or investigator.max_steps, race=race,
     )
     return run_hive(opts, as_json=as_json, mode=_view_mode(plain, quiet))
 

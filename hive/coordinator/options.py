@@ -34,6 +34,8 @@ class StartOptions:
     grace: float = 90.0
     stall_timeout: float = 300.0
     max_steps: int | None = None
+    race: bool = False
+    """Stop the whole hive once the ``answer`` gate is near-certain a note answers the problem."""
 
 
 def check_text(what: str, text: str) -> str:

@@ -14,6 +14,9 @@ Routing rules (pure decisions over the board state, I/O only through ``send`` an
 - when B supersedes A, every bee that holds A (posted or received it) gets a correction by rule, outside
   the cap. A cross-bee ``contradicts`` opens a dispute: both notes stay, and every holder of either side
   gets a conflict notice. A later supersedes of either side resolves the dispute.
+- with ``race``, each new finding or decision that still stands and is in no open dispute is put to the
+  ``answer`` gate; the first near-certain yes becomes :attr:`Pipeline.answered`, for the coordinator to
+  wrap the hive up.
 """
 
 from __future__ import annotations
@@ -82,6 +85,7 @@ class Pipeline:
         delivery_cap: int = 10,
         similarity: Callable[[str, str], float] | None = None,
         observe: Observe | None = None,
+        race: bool = False,
     ) -> None:
         self.gates = gates
         self.board = board
@@ -90,6 +94,9 @@ class Pipeline:
         self.delivery_cap = delivery_cap
         self.similarity = similarity
         self.observe = observe or (lambda _event: None)
+        self.race = race
+        self.answered: Note | None = None
+        """The note the ``answer`` gate found answers the goal (with ``race``), once there is one."""
         self.state = BoardState()
         self.bees: dict[str, BeeSlot] = {}
         self.stats = PipelineStats()
@@ -163,6 +170,16 @@ class Pipeline:
         arrived = self._arrived.pop(utterance.uid, None)
         if arrived is not None:
             self.stats.latencies_ms.append((time.perf_counter() - arrived) * 1000)
+        if self.race and self.answered is None and self._may_answer(note):
+            answer = await self.gates.answer(note)
+            self._log(answer.decision)
+            if answer.answered and self.answered is None:
+                self.answered = note
+
+    def _may_answer(self, note: Note) -> bool:
+        """A finding or decision that still stands and that no open dispute puts in doubt."""
+        disputed = {n for d in self.state.open_disputes() for n in d.notes}
+        return note.kind in ("finding", "decision") and note.id not in self.state.superseded and note.id not in disputed
 
     async def _relate(self, note: Note) -> None:
         if self.gates.modes["relate"] == "off":

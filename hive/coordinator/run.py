@@ -160,7 +160,7 @@ class Coordinator:
                 "role": self.opts.role, "time_limit": self.opts.time_limit, "deadline": self.opts.deadline,
                 "dispute_timeout": self.opts.dispute_timeout, "max_verifiers": self.opts.max_verifiers,
                 "delivery_cap": self.opts.delivery_cap, "grace": self.opts.grace,
-                "unsafe_bash": self.opts.unsafe_bash, "angles_from": self.angle_source,
+                "unsafe_bash": self.opts.unsafe_bash, "race": self.opts.race, "angles_from": self.angle_source,
                 "answer_from": self.answer_source,
             },
         )
@@ -182,7 +182,7 @@ class Coordinator:
         similarity = next((t.similarity for t in tiers if hasattr(t, "similarity")), None)
         gates = Gates(judge, goal=self.opts.problem, modes=dict(self.opts.gate_modes))
         pipeline = Pipeline(gates, board, gate_log, self._send, delivery_cap=self.opts.delivery_cap,
-                            similarity=similarity, observe=self._observe)
+                            similarity=similarity, observe=self._observe, race=self.opts.race)
         self.pipeline = pipeline
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -342,11 +342,16 @@ class Coordinator:
             live = [b for b in self.bees.values() if b.outcome is None]
             if self.deadline is not None and now >= self.deadline and self.stopping is None:
                 self.stopping = "deadline"
-                self.exit_reason = "the run's deadline passed"
+                self.exit_reason = _STOP_REASONS["deadline"]
+                self._kill_at = now + self.opts.grace
+            if self.pipeline.answered is not None and self.stopping is None:
+                self.stopping = "answered"
+                self.exit_reason = self._stop_reason()
+                self._say(f"{self.exit_reason}: asking every bee for its report (--race)")
                 self._kill_at = now + self.opts.grace
             for bee in live:
                 if self.stopping is not None:
-                    await self._wrap_up(bee, _STOP_REASONS[self.stopping])
+                    await self._wrap_up(bee, self._stop_reason())
                 await self._watch(bee, now)
             if self._kill_at is not None and now >= self._kill_at:
                 for bee in live:
@@ -357,6 +362,13 @@ class Coordinator:
             # still open a dispute that deserves a verifier).
             if not live and self._active == 0 and self._settled():
                 return
+
+    def _stop_reason(self) -> str:
+        """What the bees are told when the whole hive stops early."""
+        answered = self.pipeline.answered
+        if self.stopping == "answered" and answered is not None:
+            return f"{answered.id} by {answered.bee} answers the problem"
+        return _STOP_REASONS[self.stopping or "deadline"]
 
     async def _watch(self, bee: BeeRun, now: float) -> None:
         silent = now - bee.last_seen

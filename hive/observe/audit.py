@@ -32,6 +32,7 @@ from hive.observe.reading import (
 from hive.records import (
     BOARD_ADAPTER,
     GATES,
+    JUDGED_GATES,
     BeeInfo,
     BoardRecord,
     Delivery,
@@ -47,7 +48,7 @@ from hive.store import JsonlReader
 log = logging.getLogger("hive.observe")
 
 RULE_GATES: tuple[str, ...] = ("correct", "conflict", "withheld", "verify")
-KNOWN_GATES: tuple[str, ...] = GATES + RULE_GATES
+KNOWN_GATES: tuple[str, ...] = JUDGED_GATES + RULE_GATES
 DEFAULT_NEAR = 10
 """Near-threshold decisions shown by default."""
 EXPORT_NEAR = 50

@@ -4,11 +4,11 @@ Shared by ``hive audit`` (figures, labels) and ``hive tail`` (filters). Pure.
 
 - **yes / no / unsure**: *unsure* is a decision the judge could not make (it answered in the unsure zone
   or abstained) so the gate's fallback made it; otherwise the outcome says *yes* (published, delivered, a
-  relation, a rule that fired) or *no* (withheld, skipped, ``none``, a duplicate dropped, a capped or
-  withheld delivery).
+  relation, a rule that fired, ``answered``) or *no* (withheld, skipped, ``none``, a duplicate dropped, a
+  capped or withheld delivery, ``continue``).
 - **the deciding probability** of a judged decision is its answer nearest the bar it had to clear: a
-  boolean's ``p`` against 0.8 (yes) or 0.2 (no), a choice's pick against 0.6, or 0.9 for a ``supersedes``
-  across bees.
+  boolean's ``p`` against 0.8 (yes; 0.9 for ``answers``) or 0.2 (no), a choice's pick against 0.6, or 0.9
+  for a ``supersedes`` across bees.
 """
 
 from __future__ import annotations
@@ -17,11 +17,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from hive.gates import CROSS_BEE_SUPERSEDES_AT
+from hive.gates import ANSWERED_AT, CROSS_BEE_SUPERSEDES_AT
 from hive.judge.policy import NO_AT, PICK_AT, YES_AT
-from hive.records import BoardRecord, Delivery, Dispute, GateDecision, Note, Relation, Resolution, Verifier
+from hive.records import ANSWER_GATE, BoardRecord, Delivery, Dispute, GateDecision, Note, Relation, Resolution, Verifier
 
-NEGATIVE_OUTCOMES: frozenset[str] = frozenset({"withhold", "withheld", "duplicate", "skip", "capped", "none"})
+NEGATIVE_OUTCOMES: frozenset[str] = frozenset(
+    {"withhold", "withheld", "duplicate", "skip", "capped", "none", "continue"}
+)
 UNSURE_REASONS: frozenset[str] = frozenset({"unsure", "abstain"})
 ESCAPE_OPTIONS: frozenset[str] = frozenset({"none", "other", "unclear", "unknown"})
 NEUTRAL_TIERS: frozenset[str] = frozenset({"untrusted", "none"})
@@ -61,7 +63,8 @@ def readings(decision: GateDecision, *, same_bee: bool | None = None) -> list[Re
         if answer.tier in NEUTRAL_TIERS:
             continue
         if answer.type == "boolean" and answer.p is not None:
-            bar = YES_AT if abs(answer.p - YES_AT) <= abs(answer.p - NO_AT) else NO_AT
+            yes_at = ANSWERED_AT if decision.gate == ANSWER_GATE else YES_AT
+            bar = yes_at if abs(answer.p - yes_at) <= abs(answer.p - NO_AT) else NO_AT
             found.append(Reading(name, answer.p, bar))
         elif answer.type == "choice":
             p = answer.p if answer.p is not None else (answer.probs or {}).get(answer.pick or "")

@@ -27,7 +27,7 @@ from hive.errors import UsageError
 from hive.judge.base import RawAnswer, TierFailure, TierResult
 from hive.judge.questions import BooleanQuestion, ChoiceQuestion, Question
 from hive.judge.tiers import DEFAULT_TIMEOUTS
-from hive.records import GATES
+from hive.records import JUDGED_GATES
 
 
 class ScriptRule(BaseModel):
@@ -84,10 +84,10 @@ class ScriptTier:
                 raise UsageError(
                     f"judge script {str(where)!r}: rule {number}: {place}: {problem['msg']}"
                 ) from e
-            if rule.gate not in GATES:
+            if rule.gate not in JUDGED_GATES:
                 raise UsageError(
                     f"judge script {str(where)!r}: rule {number}: unknown gate {rule.gate!r}; "
-                    f"gates are {', '.join(GATES)}"
+                    f"gates are {', '.join(JUDGED_GATES)}"
                 )
             for field, pattern in rule.when.items():
                 try:
