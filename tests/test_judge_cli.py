@@ -49,6 +49,16 @@ def test_ask_publish_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert result["decision"]["text"] == "Let me open writer.py now"
 
 
+def test_ask_answer(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ("judge", "ask", "answer", "--goal", "why rows drop", "--judge", RULES, "--note")
+    answered = run_json(capsys, *args, "export.py:5 never yields the final partial batch")
+    assert (answered["outcome"], answered["answered"], answered["score"], answered["decided_by"]) == (
+        "answered", True, 0.95, RULES)
+    assert answered["decision"]["gate"] == "answer"
+    unsure = run_json(capsys, *args, "reading export.py next")
+    assert (unsure["outcome"], unsure["answered"], unsure["decided_by"]) == ("continue", False, "fallback")
+
+
 def test_ask_deliver_and_relate(capsys: pytest.CaptureFixture[str]) -> None:
     deliver = run_json(
         capsys, "judge", "ask", "deliver", "--note", "flush is skipped", "--focus", "the cron job", "--judge", RULES

@@ -70,7 +70,7 @@ def _show(row: GateDecision | None, summary: dict[str, Any], as_json: bool) -> N
     facts = [
         f"{key} {value:.2f}" if isinstance(value, float) else f"{key} {value}"
         for key, value in summary.items()
-        if key not in ("gate", "outcome", "publish", "deliver", "relation") and value is not None
+        if key not in ("gate", "outcome", "publish", "deliver", "relation", "answered") and value is not None
     ]
     reason = f" ({row.reason})" if row.reason else ""
     typer.echo(
@@ -193,6 +193,32 @@ def ask_relate(
             "relation": result.relation,
             "score": result.score,
             "same_bee": same_bee,
+        },
+        as_json,
+    )
+
+
+@ask_app.command("answer")
+def ask_answer(
+    note: str = typer.Option(..., "--note", help="The note's text."),
+    kind: str = typer.Option("finding", "--kind", help="The note's kind."),
+    goal: str = GoalOption,
+    judge: str = JudgeOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Would this note stop a `hive start --race` run, as the answer to GOAL?"""
+    from hive.records import Note
+
+    _check_kind(kind)
+    item = Note(id="n-1", bee="bee-1", kind=kind, text=note, score=1.0)
+    result = _with_gates(judge, goal, lambda gates: gates.answer(item))
+    _show(
+        result.decision,
+        {
+            "gate": "answer",
+            "outcome": "answered" if result.answered else "continue",
+            "answered": result.answered,
+            "score": result.score,
         },
         as_json,
     )
