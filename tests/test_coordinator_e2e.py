@@ -150,11 +150,11 @@ def test_race_stops_every_bee_once_a_note_answers_the_problem(hive: Hive) -> Non
         {"gate": "answer", "when": {"note": "CUTOFF_HOUR"}, "answers": {"answers": 0.85}},
         {"gate": "answer", "when": {"note": "partial batch"}, "answers": {"answers": 0.95}},
     ])
-    started = time.monotonic()
     done = hive.run(script, f"script:{judge}", "--race", "--angle", "batching", "--angle", "config")
     assert done.returncode == 0, done.stderr
-    assert time.monotonic() - started < 25  # the bees' scripts alone run for 30 s
     run_dir = only_run(hive.runs)
+    for bee in ("bee-1", "bee-2"):  # stopped early: neither bee got through its 30 slow turns
+        assert transcript_text(run_dir, bee).count("Reading one more module") < 30
     info = load_info(run_dir)
     answered = next(n for n in notes(run_dir) if "partial batch" in n.text)
     reason = f"{answered.id} by bee-1 answers the problem"
