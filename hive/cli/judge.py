@@ -15,7 +15,7 @@ from hive.errors import UsageError
 from hive.kinds import NOTE_KINDS
 
 if TYPE_CHECKING:
-    from hive.records import GateDecision
+    from hive.records import GateDecision, Note
 
 T = TypeVar("T")
 
@@ -31,6 +31,7 @@ JudgeOption = typer.Option(
     help="Tiers, cheapest first: local, llm:<provider>:<model>, http:<url>, script:<file>.",
 )
 GoalOption = typer.Option("", "--goal", help="The problem the bees work on.")
+KindOption = typer.Option("finding", "--kind", help="The note's kind.")
 
 
 def _with_gates(spec: str, goal: str, use: Callable[[Any], Awaitable[T]]) -> T:
@@ -51,9 +52,13 @@ def _with_gates(spec: str, goal: str, use: Callable[[Any], Awaitable[T]]) -> T:
     return asyncio.run(run())
 
 
-def _check_kind(kind: str) -> None:
+def _note(text: str, kind: str, *, id: str = "n-1", bee: str = "bee-1", option: str = "--kind") -> Note:
+    """A board note to ask a gate about; a ``kind`` that is not a note kind is a usage error."""
+    from hive.records import Note
+
     if kind not in NOTE_KINDS:
-        raise UsageError(f"--kind {kind!r} is not one of {', '.join(NOTE_KINDS)}")
+        raise UsageError(f"{option} {kind!r} is not one of {', '.join(NOTE_KINDS)}")
+    return Note(id=id, bee=bee, kind=kind, text=text, score=1.0)
 
 
 def _show(row: GateDecision | None, summary: dict[str, Any], as_json: bool) -> None:
@@ -136,16 +141,13 @@ def ask_publish(
 def ask_deliver(
     note: str = typer.Option(..., "--note", help="The note's text."),
     focus: str = typer.Option(..., "--focus", help="The receiving bee's angle."),
-    kind: str = typer.Option("finding", "--kind", help="The note's kind."),
+    kind: str = KindOption,
     goal: str = GoalOption,
     judge: str = JudgeOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Would this note be delivered to a bee working on FOCUS?"""
-    from hive.records import Note
-
-    _check_kind(kind)
-    item = Note(id="n-1", bee="bee-1", kind=kind, text=note, score=1.0)
+    item = _note(note, kind)
     result = _with_gates(judge, goal, lambda gates: gates.deliver(item, to_bee="bee-2", focus=focus))
     _show(
         result.decision,
@@ -172,18 +174,8 @@ def ask_relate(
     as_json: bool = JsonOption,
 ) -> None:
     """What does the later note say about the earlier one?"""
-    from hive.records import Note
-
-    _check_kind(earlier_kind)
-    _check_kind(later_kind)
-    first = Note(id="n-1", bee="bee-1", kind=earlier_kind, text=earlier, score=1.0)
-    second = Note(
-        id="n-2",
-        bee="bee-1" if same_bee else "bee-2",
-        kind=later_kind,
-        text=later,
-        score=1.0,
-    )
+    first = _note(earlier, earlier_kind, option="--earlier-kind")
+    second = _note(later, later_kind, id="n-2", bee="bee-1" if same_bee else "bee-2", option="--later-kind")
     result = _with_gates(judge, goal, lambda gates: gates.relate(first, second))
     _show(
         result.decision,
@@ -201,16 +193,13 @@ def ask_relate(
 @ask_app.command("answer")
 def ask_answer(
     note: str = typer.Option(..., "--note", help="The note's text."),
-    kind: str = typer.Option("finding", "--kind", help="The note's kind."),
+    kind: str = KindOption,
     goal: str = GoalOption,
     judge: str = JudgeOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Would this note stop a `hive start --race` run, as the answer to GOAL?"""
-    from hive.records import Note
-
-    _check_kind(kind)
-    item = Note(id="n-1", bee="bee-1", kind=kind, text=note, score=1.0)
+    item = _note(note, kind)
     result = _with_gates(judge, goal, lambda gates: gates.answer(item))
     _show(
         result.decision,
