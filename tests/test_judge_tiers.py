@@ -382,3 +382,22 @@ async def test_llm_tier_switches_to_json_when_logprobs_are_refused() -> None:
     later = LlmTier(CannedModel(ModelAPIError("bad", status=400)))
     later.logprobs = True
     assert (await Judge([later]).ask("publish", [NEWS], STATE)).reason == "error:bad_request"
+
+
+async def test_the_race_gate_passes_over_local_to_an_llm_tier() -> None:
+    """`local` has no head for `answers` and abstains without loading its model; the llm tier decides."""
+    from hive.gates import Gates
+    from hive.judge.local.tier import LocalTier
+    from hive.records import Note
+
+    model = CannedModel(logprob_reply({"Y": math.log(0.96), "N": math.log(0.04)}, text="Y"))
+    local = LocalTier()
+    gates = Gates(Judge([local, LlmTier(model)]), goal="why does the export drop rows")
+    result = await gates.answer(Note(id="n-7", bee="bee-2", kind="finding", score=0.9,
+                                     text="export.py:5 never yields the final partial batch"))
+    assert result.answered and result.score == pytest.approx(0.96)
+    row = result.decision
+    assert row is not None and (row.outcome, row.source) == ("answered", "judge")
+    assert [(call.tier, call.kept) for call in row.tiers] == [("local", []), ("llm:canned:judge", ["answers"])]
+    assert "final partial batch" in model.requests[0][0][1].content
+    assert not local.embedder.texts_embedded
