@@ -32,6 +32,7 @@ JudgeOption = typer.Option(
 )
 GoalOption = typer.Option("", "--goal", help="The problem the bees work on.")
 KindOption = typer.Option("finding", "--kind", help="The note's kind.")
+NoteTextOption = typer.Option(..., "--note", help="The note's text.")
 
 
 def _with_gates(spec: str, goal: str, use: Callable[[Any], Awaitable[T]]) -> T:
@@ -139,7 +140,7 @@ def ask_publish(
 
 @ask_app.command("deliver")
 def ask_deliver(
-    note: str = typer.Option(..., "--note", help="The note's text."),
+    note: str = NoteTextOption,
     focus: str = typer.Option(..., "--focus", help="The receiving bee's angle."),
     kind: str = KindOption,
     goal: str = GoalOption,
@@ -192,7 +193,7 @@ def ask_relate(
 
 @ask_app.command("answer")
 def ask_answer(
-    note: str = typer.Option(..., "--note", help="The note's text."),
+    note: str = NoteTextOption,
     kind: str = KindOption,
     goal: str = GoalOption,
     judge: str = JudgeOption,
