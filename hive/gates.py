@@ -28,7 +28,7 @@ import functools
 import itertools
 import logging
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -277,9 +277,16 @@ class AnswerResult:
     score: float
 
 
-def _sequential_ids() -> Callable[[], str]:
-    counter = itertools.count(1)
+def sequential_ids(after: Iterable[str] = ()) -> Callable[[], str]:
+    """``g-000001``, ``g-000002``, …, starting past the highest of the ids ``after`` (a resumed run's)."""
+    counter = itertools.count(highest_number(after, "g-") + 1)
     return lambda: f"g-{next(counter):06d}"
+
+
+def highest_number(ids: Iterable[str], prefix: str) -> int:
+    """The largest ``N`` among ids of the form ``<prefix>N``; 0 when there is none."""
+    numbers = (int(i[len(prefix):]) for i in ids if i.startswith(prefix) and i[len(prefix):].isdigit())
+    return max(numbers, default=0)
 
 
 # --------------------------------------------------------------------------- the gates
@@ -300,7 +307,7 @@ class Gates:
         self.judge = judge
         self.goal = goal
         self.modes: dict[str, GateMode] = {gate: (modes or {}).get(gate, "active") for gate in GATES}
-        self._new_id = new_id or _sequential_ids()
+        self._new_id = new_id or sequential_ids()
 
     def rule(self, gate: str, outcome: str, **fields: Any) -> GateDecision:
         """A ``source="rule"`` row with a fresh id, e.g. ``rule("deliver", "capped", note=..., to=...)``."""

@@ -113,6 +113,8 @@ class RunInfo(Record):
     gate_modes: dict[str, GateMode] = Field(default_factory=dict)
     versions: dict[str, str] = Field(default_factory=dict)
     started_at: str = Field(default_factory=now_iso)
+    resumed_at: list[str] | None = None
+    """When ``hive resume`` took the run up again, once per resume; absent for a run never resumed."""
     ended_at: str | None = None
     status: RunStatus = "running"
     exit_reason: str | None = None
@@ -301,6 +303,8 @@ class BeeBrief(Record):
     grace: float = 90.0
     unsafe_bash: bool = False
     checkpoint_every: int = 4
+    resume: bool = False
+    """Pick up the conversation of this bee's earlier run from its transcript (``hive resume``)."""
 
 
 class TranscriptEntry(Record):

@@ -93,7 +93,16 @@ def _pid_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    return not _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    """A killed coordinator whose parent has not reaped it yet still answers ``kill(pid, 0)``."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:  # no procfs (macOS), or the process just went
+        return False
+    return stat.rpartition(")")[2].split()[:1] == ["Z"]
 
 
 def effective_status(info: RunInfo) -> RunStatus:

@@ -395,6 +395,76 @@ def test_coordinator_killed_leaves_no_orphans_and_reads_as_interrupted(hive: Hiv
     assert [r["status"] for r in json.loads(listed.stdout)] == ["interrupted"]
 
 
+def test_a_killed_run_resumes_where_it_stopped(hive: Hive) -> None:
+    judge = write_judge(hive.root, [*publish_rules(), {"gate": "deliver", "answers": {"useful": 0.95}}])
+    script = write_script(hive.root, {
+        "bee-1": [turn("FOUND: app/export.py:5 drops the final partial batch of every export run.", ls()),
+                  turn("Thinking about this for a while before the next step of the investigation.", ls(), 3.0),
+                  turn("FOUND: app/export.py:1 BATCH = 250, so up to 249 rows are lost on every export.", ls()),
+                  report()],
+        "bee-2": [turn("Reading the configuration module before saying anything about it at all.", ls()),
+                  report()],
+    })
+    proc = hive.start(script, f"script:{judge}", "--angle", "a", "--angle", "b")
+    try:
+        wait_for(lambda: len(bee_pids(str(hive.runs))) == 2)
+        run_dir = only_run(hive.runs)
+        wait_for(lambda: [b.outcome for b in load_info(run_dir).bees] == [None, "reported"] and notes(run_dir))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+    finally:
+        proc.kill()
+    wait_for(lambda: not bee_pids(str(hive.runs)), timeout=10)
+    before = load_info(run_dir)
+
+    resumed = run_hive(["resume", "--runs-dir", str(hive.runs), "--json"], cwd=hive.root)
+
+    assert resumed.returncode == 0, resumed.stderr
+    assert "starting bee-1 again" in resumed.stderr
+    summary = json.loads(resumed.stdout)
+    assert (summary["run"], summary["status"]) == (run_dir.name, "finished")
+    info = load_info(run_dir)
+    assert info.started_at == before.started_at and len(info.resumed_at or ()) == 1
+    assert [(b.id, b.outcome) for b in info.bees] == [("bee-1", "reported"), ("bee-2", "reported")]
+    # bee-1 picked its conversation up after its first reply; bee-2 had reported and was not started again.
+    bee1 = transcript_text(run_dir, "bee-1")
+    assert bee1.count("drops the final partial batch") == 1 and "has now been resumed" in bee1
+    assert transcript_text(run_dir, "bee-2").count('"event":"report"') == 1
+    assert [(n.id, n.bee) for n in notes(run_dir)] == [("n-0001", "bee-1"), ("n-0002", "bee-1")]
+    rows = gates(run_dir)
+    assert len({r.id for r in rows}) == len(rows)
+    uids = [r.utterance for r in rows if r.gate == "publish"]
+    assert sorted(uids) == ["bee-1#1", "bee-1#2", "bee-1#3", "bee-2#1"]  # type: ignore[type-var]
+    answer = (run_dir / "answer.md").read_text()
+    assert "BATCH = 250" in answer and "### bee-2 [reported]" in answer
+    assert not bee_pids(str(hive.runs))
+
+
+def test_resume_refuses_a_running_or_finished_run_in_one_line(hive: Hive) -> None:
+    judge = write_judge(hive.root, [*publish_rules(), ROUTINE_DELIVER])
+    proc = hive.start(slow_script(hive), f"script:{judge}", "--angle", "a", "--angle", "b")
+    try:
+        wait_for(lambda: len(bee_pids(str(hive.runs))) == 2)
+        run_dir = only_run(hive.runs)
+        running = run_hive(["resume", run_dir.name, "--runs-dir", str(hive.runs)], cwd=hive.root)
+        assert running.returncode == 2
+        assert running.stderr.startswith(f"hive: error: run {run_dir.name} is still running (coordinator pid")
+        assert len(running.stderr.strip().splitlines()) == 1
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+    wait_for(lambda: not bee_pids(str(hive.runs)), timeout=10)
+    finished = hive.run(write_script(hive.root, {"bee-1": [report()], "bee-2": [report()]}), f"script:{judge}",
+                        "--angle", "a", "--angle", "b")
+    assert finished.returncode == 0, finished.stderr
+    latest = run_hive(["resume", "latest", "--runs-dir", str(hive.runs)], cwd=hive.root)
+    assert latest.returncode == 2 and "finished; there is nothing to resume" in latest.stderr
+    missing = run_hive(["resume", "nope", "--runs-dir", str(hive.runs)], cwd=hive.root)
+    assert missing.returncode != 0 and "no run matches 'nope'" in missing.stderr
+    negative = run_hive(["resume", "--deadline", "0", "--runs-dir", str(hive.runs)], cwd=hive.root)
+    assert negative.returncode == 2 and "--deadline must be positive" in negative.stderr
+
+
 def test_ctrl_c_wraps_up_and_writes_a_partial_answer(hive: Hive) -> None:
     judge = write_judge(hive.root, [*publish_rules(), ROUTINE_DELIVER])
     proc = hive.start(slow_script(hive), f"script:{judge}", "--angle", "a", "--angle", "b", "--grace", "3")

@@ -35,6 +35,23 @@ def write(tmp_path: Path, content: Any, name: str = "script.json") -> Path:
     return path
 
 
+async def test_a_resumed_conversation_goes_on_with_the_turn_after_its_last_reply(tmp_path: Path) -> None:
+    model = infer_model(f"script:{write(tmp_path, SCRIPT)}", agent="bee-1", env={})
+    earlier = ToolCall("call-bee-1-1", "grep", {"pattern": "def fold"})
+    conversation = [
+        Message("system", "You are bee-1."),
+        Message("user", "Start."),
+        Message("assistant", "Looking at the fold first.", tool_calls=(earlier,)),
+        Message("tool", "hive/board.py:88: def fold(", tool_call_id=earlier.id, name="grep"),
+        Message("user", "The run was stopped and has now been resumed."),
+    ]
+    second = await model.request(conversation)
+    assert [c.id for c in second.tool_calls] == ["call-bee-1-2", "call-bee-1-3"]
+    # From then on the model counts its own turns, whatever the conversation holds.
+    assert (await model.request(conversation)).text.startswith("## Found")
+    assert (await model.request(conversation)).text == SCRIPT_ENDED
+
+
 async def test_a_bee_gets_its_turns_in_order_then_script_ended(tmp_path: Path) -> None:
     path = write(tmp_path, SCRIPT)
     model = infer_model(f"script:{path}", agent="bee-1", env={})

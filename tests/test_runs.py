@@ -7,6 +7,7 @@ import re
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -226,6 +227,20 @@ def test_a_running_run_whose_coordinator_is_alive_is_running() -> None:
 def test_a_running_run_whose_coordinator_died_reads_interrupted() -> None:
     assert effective_status(info(status="running", pid=dead_pid())) == "interrupted"
     assert effective_status(info(status="running", pid=dead_pid(), host=socket.gethostname())) == "interrupted"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs procfs to see a zombie")
+def test_a_killed_coordinator_not_yet_reaped_reads_interrupted() -> None:
+    coordinator = subprocess.Popen(["sleep", "30"])
+    try:
+        coordinator.kill()
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{coordinator.pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z":
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert effective_status(info(status="running", pid=coordinator.pid, host=socket.gethostname())) == "interrupted"
+    finally:
+        coordinator.wait()
 
 
 def test_a_running_run_without_a_pid_cannot_be_judged_and_stays_running() -> None:

@@ -38,6 +38,7 @@ import orjson
 from hive.bee import prompts
 from hive.bee.channel import Channel, ChannelClosed
 from hive.bee.inbox import Drained, Inbox
+from hive.bee.resume import Resumed
 from hive.bee.transcript import Scrubber, Transcript, truncate
 from hive.errors import HiveError
 from hive.providers.base import Message, Model, ModelResponse, ModelSettings, ToolCall, ToolSpec
@@ -138,8 +139,10 @@ class BeeLoop:
         clock: Callable[[], float] = time.monotonic,
         scrubber: Scrubber | None = None,
         settings: ModelSettings | None = None,
+        resumed: Resumed | None = None,
     ) -> None:
         self.brief = brief
+        self._resumed = resumed
         self._model = model
         self._toolbox = toolbox
         self._channel = channel
@@ -172,6 +175,11 @@ class BeeLoop:
         self._started = 0.0
         self._work: asyncio.Task[tuple[str, BeeOutcome, str | None]] | None = None
         self._specs: list[ToolSpec] = toolbox.specs()
+        if resumed is not None:
+            # The earlier replies count against the step limit, and utterance numbers go on past every
+            # utterance they can have carried, so no two gate rows name the same utterance.
+            self._steps = resumed.replies
+            self._seq = sum(len(split_utterances(text)) for text in resumed.spoken)
 
     # ------------------------------------------------------------------ the run
 
@@ -258,7 +266,11 @@ class BeeLoop:
 
     async def _investigate(self) -> tuple[str, BeeOutcome, str | None]:
         self._add_message(Message("system", self._system_prompt))
-        self._add_user(prompts.kickoff(self.brief))
+        if self._resumed is None or not self._resumed.messages:
+            self._add_user(prompts.kickoff(self.brief))
+        else:
+            self._messages.extend(self._resumed.messages)  # already in the transcript, not written again
+            self._add_user(prompts.RESUMED)
         tool_turns_after_time_up = 0
         while True:
             self._prepare_turn()

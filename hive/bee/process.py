@@ -16,10 +16,12 @@ from pathlib import Path
 from hive.bee.channel import Channel, ChannelClosed, StdioChannel
 from hive.bee.loop import BeeLoop
 from hive.bee.prompts import one_line, system_prompt
+from hive.bee.resume import Resumed, resume_conversation
 from hive.bee.transcript import Scrubber, Transcript, secret_values
 from hive.errors import HiveError
-from hive.records import BeeBrief, BeeOutcome, Report
+from hive.records import BeeBrief, BeeOutcome, Report, TranscriptEntry
 from hive.runs import RunPaths
+from hive.store import read_all
 
 log = logging.getLogger("hive.bee")
 
@@ -52,7 +54,9 @@ async def serve(brief: BeeBrief, channel: Channel) -> int:
     model = toolbox = None
     try:
         try:
-            transcript = Transcript(RunPaths(Path(brief.run_dir)).transcript(brief.bee), scrubber)
+            transcript_path = RunPaths(Path(brief.run_dir)).transcript(brief.bee)
+            resumed = _resumed(transcript_path) if brief.resume else None
+            transcript = Transcript(transcript_path, scrubber)
             from hive.providers.registry import infer_model
             from hive.roles import load_role
             from hive.tools.registry import Toolbox
@@ -74,6 +78,7 @@ async def serve(brief: BeeBrief, channel: Channel) -> int:
             transcript=transcript,
             system_prompt=system_prompt(role.prompt, brief),
             scrubber=scrubber,
+            resumed=resumed,
         )
         running = asyncio.get_running_loop()
         for signum, reason in ((signal.SIGTERM, "terminated"), (signal.SIGINT, "interrupted")):
@@ -90,6 +95,12 @@ async def serve(brief: BeeBrief, channel: Channel) -> int:
             await model.aclose()
         if transcript is not None:
             transcript.close()
+
+
+def _resumed(transcript: Path) -> Resumed:
+    """The conversation of this bee's earlier run (a torn or corrupt line is skipped with a warning)."""
+    entries, _warnings = read_all(transcript, TranscriptEntry)
+    return resume_conversation(entries)
 
 
 def _early_end(

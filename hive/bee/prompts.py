@@ -90,6 +90,13 @@ def kickoff(brief: BeeBrief) -> str:
     return f"Start investigating your angle now: {brief.angle}"
 
 
+RESUMED = (
+    "The run was stopped and has now been resumed. Your conversation so far is above and your tools work "
+    "again. Do not repeat what you have already done: carry on from where you stopped. When you are finished, "
+    "reply with your final report (sections Found, Ruled out, Open)."
+)
+
+
 def time_up(reason: str) -> str:
     return (
         f"Time is up. ({reason}.) Stop investigating now and do not call any more tools. Reply with your "

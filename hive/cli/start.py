@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +98,68 @@ def start_command(
     return run_hive(opts, as_json=as_json, mode=_view_mode(plain, quiet))
 
 
+@app.command("resume")
+def resume_command(
+    run: str = typer.Argument("latest", help="Run id, unique prefix, path, or 'latest'."),
+    runs_dir: Path | None = RunsDirOption,
+    deadline: float | None = typer.Option(
+        None, "--deadline", help="Seconds for the rest of the run (default: the run's own, counted afresh)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the final summary as JSON."),
+    plain: bool = typer.Option(False, "--plain", help="Plain timestamped lines instead of the live view."),
+    quiet: bool = typer.Option(False, "--quiet", help="Print only the answer."),
+) -> int:
+    """Go on with a run that was interrupted, killed or failed: same directory, same board, same bees."""
+    from hive.coordinator.options import check_positive, check_repo
+    from hive.coordinator.resume import check_resumable, load_earlier, resume_options
+    from hive.coordinator.run import git_head
+    from hive.judge.tiers import parse_tiers
+    from hive.providers.registry import check_model_spec
+    from hive.roles import load_role
+    from hive.runs import resolve_run, runs_dir_from
+
+    check_positive("--deadline", deadline)
+    paths = resolve_run(runs_dir_from(runs_dir), run)
+    with _resume_lock(paths.dir):
+        info = check_resumable(paths)
+        opts = resume_options(info, runs_dir_from(runs_dir), deadline)
+        check_repo(opts.repo)
+        check_model_spec(opts.model)
+        parse_tiers(",".join(opts.judge))
+        load_role(opts.role, cwd=opts.repo)
+        load_role("verifier", cwd=opts.repo)
+        earlier = load_earlier(paths, info)
+        for warning in earlier.warnings:
+            typer.echo(f"hive: warning: {warning}", err=True)
+        head = git_head(opts.repo)
+        if info.repo_head and head != info.repo_head:
+            typer.echo(f"hive: note: {opts.repo} has moved from commit {info.repo_head[:12]} to "
+                       f"{(head or 'none')[:12]} since the run started; its notes were made on the first", err=True)
+        restarted = earlier.restarted()
+        intro = (f"hive: resuming run {info.id}: starting {', '.join(restarted) or 'no bee'} again"
+                 f" on {len(earlier.board)} board records")
+        return run_hive(opts, as_json=as_json, mode=_view_mode(plain, quiet), intro=intro, earlier=earlier)
+
+
+@contextlib.contextmanager
+def _resume_lock(run_dir: Path) -> Iterator[None]:
+    """Only one ``hive resume`` of a run at a time; the kernel drops the lock if the process dies."""
+    import fcntl
+
+    try:
+        fd = os.open(run_dir / ".resume.lock", os.O_CREAT | os.O_RDWR, 0o644)
+    except OSError as e:
+        raise UsageError(f"cannot resume {run_dir}: {e.strerror}") from e
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise UsageError(f"run {run_dir.name} is already being resumed by another process") from None
+        yield
+    finally:
+        os.close(fd)
+
+
 def _view_mode(plain: bool, quiet: bool) -> str:
     if quiet:
         return "quiet"
@@ -103,7 +168,7 @@ def _view_mode(plain: bool, quiet: bool) -> str:
     return "rich"
 
 
-def run_hive(opts: Any, *, as_json: bool, mode: str, intro: str | None = None) -> int:
+def run_hive(opts: Any, *, as_json: bool, mode: str, intro: str | None = None, earlier: Any = None) -> int:
     """Build the judge, run the coordinator with a view, print the answer or the summary."""
     from hive.coordinator import Coordinator
     from hive.judge.tiers import build_tiers
@@ -111,7 +176,7 @@ def run_hive(opts: Any, *, as_json: bool, mode: str, intro: str | None = None) -
     from hive.runs import load_run_info
 
     tiers = build_tiers(list(opts.judge))
-    coordinator = Coordinator(opts, tiers=tiers)
+    coordinator = Coordinator(opts, tiers=tiers, earlier=earlier)
     views: list[Any] = []
 
     def created(paths: Any) -> None:

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hive.board import BoardState, DisputeState
-from hive.gates import Gates, select_related
+from hive.gates import Gates, highest_number, select_related
 from hive.records import (
     BoardRecord,
     Delivery,
@@ -110,6 +110,24 @@ class Pipeline:
         slot = BeeSlot(bee, angle)
         self.bees[bee] = slot
         return slot
+
+    def restore(self, records: Sequence[BoardRecord], answered: str | None = None) -> None:
+        """Take up a stopped run's board (``hive resume``), once its bees are added: the state, what each
+        bee holds and how many judged notes it was given, and ids that go on past the board's.
+        ``answered`` is the note the ``answer`` gate had already accepted, if any."""
+        for record in records:
+            self.state.apply(record)
+        self._note_ids = (f"n-{i:04d}" for i in itertools.count(highest_number(self.state.notes, "n-") + 1))
+        self._dispute_ids = (f"d-{i}" for i in itertools.count(highest_number(self.state.disputes, "d-") + 1))
+        for note in self.state.notes.values():
+            if note.bee in self.bees:
+                self.bees[note.bee].holds.add(note.id)
+        for record in records:
+            if isinstance(record, Delivery) and record.to in self.bees:
+                slot = self.bees[record.to]
+                slot.holds.update(n for n in (record.note, record.replaces) if n is not None)
+                slot.plain_deliveries += record.how == "judge"
+        self.answered = self.state.notes.get(answered) if answered else None
 
     def submit(self, utterance: Utterance) -> None:
         """Queue an utterance for its bee's worker. Never blocks the caller."""

@@ -33,8 +33,9 @@ from hive.coordinator.answer import (
 from hive.coordinator.options import StartOptions
 from hive.coordinator.pipeline import Pipeline, PipelineStats, verifier_angle
 from hive.coordinator.process import BeeProcess
+from hive.coordinator.resume import EarlierRun
 from hive.errors import RunFailed, StoreError
-from hive.gates import Gates
+from hive.gates import Gates, sequential_ids
 from hive.judge.base import Tier
 from hive.judge.engine import Judge
 from hive.judge.tiers import build_tiers
@@ -76,6 +77,10 @@ class BeeRun:
     reason: str | None = None
     report: str = ""
     utterances: list[str] = field(default_factory=list)
+    utterances_before: int = 0
+    """Utterances of this bee's runs before a resume."""
+    resume: bool = False
+    """Started again by ``hive resume``: the bee picks up its conversation from its transcript."""
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float | None = None
@@ -87,7 +92,7 @@ class BeeRun:
     def info(self) -> BeeInfo:
         return BeeInfo(id=self.id, angle=self.angle, role=self.role, model=self.model, outcome=self.outcome,
                        reason=self.reason, input_tokens=self.input_tokens, output_tokens=self.output_tokens,
-                       cost_usd=self.cost_usd, utterances=len(self.utterances))
+                       cost_usd=self.cost_usd, utterances=self.utterances_before + len(self.utterances))
 
     def partial_report(self) -> str:
         return "\n\n".join(self.utterances[-6:])
@@ -106,13 +111,17 @@ class RunResult:
 
 
 class Coordinator:
+    """Runs one hive. Given ``earlier`` (a stopped run, see :mod:`hive.coordinator.resume`), it goes on with
+    that run in its own directory instead of starting a new one."""
+
     def __init__(self, opts: StartOptions, *, view: Any = None, tiers: list[Tier] | None = None,
-                 on_created: Callable[[RunPaths], None] | None = None) -> None:
+                 on_created: Callable[[RunPaths], None] | None = None, earlier: EarlierRun | None = None) -> None:
         self.opts = opts
         self._given_tiers = tiers
         self.view = view
         self.on_created = on_created
-        self.paths = RunPaths(opts.runs_dir / new_run_id())
+        self.earlier = earlier
+        self.paths = earlier.paths if earlier else RunPaths(opts.runs_dir / new_run_id())
         self.bees: dict[str, BeeRun] = {}
         self.stopping: str | None = None
         self.status: RunStatus = "running"
@@ -127,7 +136,30 @@ class Coordinator:
         self._interrupts = 0
         self._active = 0
         """Bee tasks still running, their pipeline workers included."""
-        self._repo_head = _git_head(opts.repo)
+        self._repo_head = git_head(opts.repo)
+        self.resumed_at: list[str] = []
+        if earlier is not None:
+            self._take_up(earlier)
+
+    def _take_up(self, earlier: EarlierRun) -> None:
+        """Bees, counters and sources of a stopped run: reported bees keep their reports, the rest start again."""
+        info = earlier.info
+        self.started_at = info.started_at
+        self._repo_head = info.repo_head  # what the earlier findings were made on; the CLI warns if HEAD moved
+        self.resumed_at = [*(info.resumed_at or ()), now_iso()]
+        self.angle_source = info.settings.get("angles_from", self.angle_source)
+        self.verifiers = sum(b.id.startswith("verify-") for b in info.bees)
+        restarted = set(earlier.restarted())
+        for b in info.bees:
+            extra = b.model_extra or {}
+            bee = BeeRun(b.id, b.angle, b.role, b.model, utterances_before=int(extra.get("utterances", 0)),
+                         input_tokens=int(extra.get("input_tokens", 0)),
+                         output_tokens=int(extra.get("output_tokens", 0)), cost_usd=extra.get("cost_usd"))
+            if b.id in restarted:
+                bee.resume = True
+            else:
+                bee.outcome, bee.reason, bee.report = b.outcome, b.reason, earlier.reports.get(b.id, "")
+            self.bees[b.id] = bee
 
     # ------------------------------------------------------------------ view and records
 
@@ -151,6 +183,7 @@ class Coordinator:
             gate_modes={g: self.opts.gate_modes.get(g, "active") for g in ("publish", "deliver", "relate")},
             versions={"hive": __version__, "python": platform.python_version()},
             started_at=self.started_at,
+            resumed_at=self.resumed_at or None,
             ended_at=None if self.status == "running" else now_iso(),
             status=self.status,
             exit_reason=self.exit_reason,
@@ -161,7 +194,8 @@ class Coordinator:
                 "dispute_timeout": self.opts.dispute_timeout, "max_verifiers": self.opts.max_verifiers,
                 "delivery_cap": self.opts.delivery_cap, "grace": self.opts.grace,
                 "unsafe_bash": self.opts.unsafe_bash, "race": self.opts.race, "angles_from": self.angle_source,
-                "answer_from": self.answer_source,
+                "answer_from": self.answer_source, "stall_timeout": self.opts.stall_timeout,
+                "max_steps": self.opts.max_steps,
             },
         )
 
@@ -171,7 +205,8 @@ class Coordinator:
     # ------------------------------------------------------------------ the run
 
     async def run(self) -> RunResult:
-        self.paths.dir.mkdir(parents=True, exist_ok=False)
+        if self.earlier is None:
+            self.paths.dir.mkdir(parents=True, exist_ok=False)
         self._save()
         if self.on_created is not None:
             self.on_created(self.paths)
@@ -180,7 +215,8 @@ class Coordinator:
         tiers = self._given_tiers if self._given_tiers is not None else build_tiers(list(self.opts.judge))
         judge = Judge(tiers)
         similarity = next((t.similarity for t in tiers if hasattr(t, "similarity")), None)
-        gates = Gates(judge, goal=self.opts.problem, modes=dict(self.opts.gate_modes))
+        gate_ids = sequential_ids(self.earlier.gate_ids if self.earlier else ())
+        gates = Gates(judge, goal=self.opts.problem, modes=dict(self.opts.gate_modes), new_id=gate_ids)
         pipeline = Pipeline(gates, board, gate_log, self._send, delivery_cap=self.opts.delivery_cap,
                             similarity=similarity, observe=self._observe, race=self.opts.race)
         self.pipeline = pipeline
@@ -188,17 +224,22 @@ class Coordinator:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, self._on_signal)
         try:
-            angles = await self._angles()
-            investigator = load_role(self.opts.role, cwd=self.opts.repo)
-            for i, angle in enumerate(angles, 1):
-                self.bees[f"bee-{i}"] = BeeRun(f"bee-{i}", angle, investigator.name,
-                                               investigator.model or self.opts.model)
-            self._save()
+            if self.earlier is None:
+                angles = await self._angles()
+                investigator = load_role(self.opts.role, cwd=self.opts.repo)
+                for i, angle in enumerate(angles, 1):
+                    self.bees[f"bee-{i}"] = BeeRun(f"bee-{i}", angle, investigator.name,
+                                                   investigator.model or self.opts.model)
+                self._save()
+            for bee in self.bees.values():
+                pipeline.add_bee(bee.id, bee.angle).live = bee.outcome is None
+            if self.earlier is not None:
+                pipeline.restore(self.earlier.board, answered=self.earlier.answered)
             async with asyncio.TaskGroup() as tg:
                 self._tasks = tg
                 for bee in list(self.bees.values()):
-                    pipeline.add_bee(bee.id, bee.angle)
-                    tg.create_task(self._bee_task(bee))
+                    if bee.outcome is None:
+                        tg.create_task(self._bee_task(bee))
                 tg.create_task(self._supervise())
         except* StoreError as group:
             self.status, self.exit_reason = "failed", str(group.exceptions[0])
@@ -247,6 +288,7 @@ class Coordinator:
             bee=bee.id, problem=self.opts.problem, angle=bee.angle, others=others, repo=str(self.opts.repo),
             run_dir=str(self.paths.dir), role=bee.role, model=bee.model, time_limit=self.opts.time_limit,
             max_steps=self.opts.max_steps or 40, grace=self.opts.grace, unsafe_bash=self.opts.unsafe_bash,
+            resume=bee.resume,
         )
         path = self.paths.brief(bee.id)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -456,7 +498,7 @@ def _short(e: BaseException) -> str:
     return text[:200]
 
 
-def _git_head(repo: Path) -> str | None:
+def git_head(repo: Path) -> str | None:
     try:
         out = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True,
                              timeout=5, check=False)

@@ -12,7 +12,8 @@ Every field is optional. Who is asking is the ``agent`` the model was made for: 
 turn (after its ``delay``); ``planner`` gets ``angles`` as a JSON array; ``answer`` gets ``answer``. A turn's
 tools become real tool calls (the bee runs them); a turn without tools is the bee's final report; a bee whose
 turns are used up says ``(script ended)``. Each bee runs in its own process with its own model, so the turn
-counter lives in the model instance.
+counter lives in the model instance. It starts past the replies already in the conversation, so a bee resumed
+from its transcript (``hive resume``) goes on with its next turn.
 """
 
 from __future__ import annotations
@@ -105,6 +106,7 @@ class ScriptModel:
         self.agent = agent
         self._turns_taken = 0
         self._calls_made = 0
+        self._asked = False
 
     def __repr__(self) -> str:
         return f"ScriptModel({self.name!r}, agent={self.agent!r})"
@@ -123,6 +125,11 @@ class ScriptModel:
             text = self.script.answer
         else:
             turns = self.script.bees.get(self.agent, [])
+            if not self._asked:
+                # A conversation picked up again (``hive resume``) goes on with the turn after its last reply.
+                self._turns_taken = sum(m.role == "assistant" for m in messages)
+                self._calls_made = sum(len(m.tool_calls) for m in messages)
+                self._asked = True
             if self._turns_taken >= len(turns):
                 text = SCRIPT_ENDED
             else:

@@ -1,0 +1,94 @@
+"""``hive resume``: what a stopped run left behind, and whether it can go on.
+
+A run stops for good only when it finishes. One whose coordinator was killed, that was interrupted, or that
+failed on a full disk keeps everything it wrote: ``run.json``, the board, the gate ledger and every bee's
+transcript. Resuming reads them back (this module, read-only) and the coordinator goes on with the same run
+directory: the board is folded into the pipeline's state, ids continue past the highest written, bees that
+reported keep their reports, and every other bee is started again on its own transcript, where it picks up
+its conversation (:mod:`hive.bee.resume`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from hive.coordinator.options import StartOptions
+from hive.errors import UsageError
+from hive.records import BOARD_ADAPTER, BoardRecord, GateDecision, RunInfo, TranscriptEntry
+from hive.runs import RunPaths, effective_status, load_run_info
+from hive.store import read_all
+
+
+@dataclass(frozen=True)
+class EarlierRun:
+    """A stopped run as its files tell it."""
+
+    paths: RunPaths
+    info: RunInfo
+    board: list[BoardRecord]
+    gate_ids: list[str]
+    answered: str | None
+    """The note the ``answer`` gate had accepted (``--race``), if it had."""
+    reports: dict[str, str]
+    """The last report each bee handed in, by bee id."""
+    warnings: list[str]
+    """Corrupt lines skipped while reading (a torn last line is normal after a kill and is not one)."""
+
+    def restarted(self) -> list[str]:
+        """The bees to start again: every one that did not hand in a full report."""
+        return [b.id for b in self.info.bees if b.outcome != "reported"]
+
+
+def check_resumable(paths: RunPaths) -> RunInfo:
+    """The run's ``run.json``, or a one-line :class:`UsageError` saying why it cannot be resumed."""
+    info = load_run_info(paths)
+    status = effective_status(info)
+    if status == "running":
+        raise UsageError(f"run {info.id} is still running (coordinator pid {info.pid}); stop it first")
+    if status == "finished":
+        raise UsageError(f"run {info.id} finished; there is nothing to resume")
+    if not info.bees:
+        raise UsageError(f"run {info.id} stopped before its bees were planned; start it again with 'hive start'")
+    return info
+
+
+def load_earlier(paths: RunPaths, info: RunInfo) -> EarlierRun:
+    board, warnings = read_all(paths.board, BOARD_ADAPTER)
+    decisions, gate_warnings = read_all(paths.gate, GateDecision)
+    answered = next((d.note for d in decisions if d.gate == "answer" and d.outcome == "answered"), None)
+    reports: dict[str, str] = {}
+    for bee in info.bees:
+        entries, bee_warnings = read_all(paths.transcript(bee.id), TranscriptEntry)
+        warnings += bee_warnings
+        texts = [e.content for e in entries if e.event == "report" and e.content]
+        if texts:
+            reports[bee.id] = texts[-1]
+    return EarlierRun(paths, info, board, [d.id for d in decisions], answered, reports, warnings + gate_warnings)
+
+
+def resume_options(info: RunInfo, runs_dir: Path, deadline: float | None) -> StartOptions:
+    """The options the run was started with, from ``run.json``. The run's deadline counts afresh from the
+    resume (the time the run spent stopped is unknown), unless ``deadline`` replaces it."""
+    settings = info.settings
+    return StartOptions(
+        problem=info.problem,
+        repo=Path(info.repo),
+        model=info.model,
+        bees=sum(b.id.startswith("bee-") for b in info.bees),
+        angles=tuple(b.angle for b in info.bees if b.id.startswith("bee-")),
+        judge=tuple(info.judge),
+        gate_modes=dict(info.gate_modes),
+        role=settings.get("role", "investigator"),
+        time_limit=settings.get("time_limit", 600.0),
+        deadline=deadline if deadline is not None else settings.get("deadline"),
+        dispute_timeout=settings.get("dispute_timeout", 60.0),
+        max_verifiers=settings.get("max_verifiers", 2),
+        runs_dir=runs_dir,
+        unsafe_bash=settings.get("unsafe_bash", False),
+        delivery_cap=settings.get("delivery_cap", 10),
+        grace=settings.get("grace", 90.0),
+        stall_timeout=settings.get("stall_timeout", 300.0),
+        max_steps=settings.get("max_steps"),
+        race=settings.get("race", False),
+    )

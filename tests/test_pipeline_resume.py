@@ -1,0 +1,79 @@
+"""The pipeline taking up a stopped run's board (``hive resume``): state, holdings, caps and ids go on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hive.coordinator.pipeline import Pipeline
+from hive.gates import Gates, sequential_ids
+from hive.judge.engine import Judge
+from hive.judge.tiers.script import ScriptRule, ScriptTier
+from hive.records import (
+    BOARD_ADAPTER,
+    BoardRecord,
+    Delivery,
+    Dispute,
+    GateDecision,
+    InboxItem,
+    Note,
+    Relation,
+    Utterance,
+)
+from hive.store import JsonlWriter, read_all
+
+
+def earlier_board() -> list[BoardRecord]:
+    return [
+        Note(id="n-0001", bee="bee-1", kind="finding", text="FOUND: export.py:5 skips the last batch.", score=0.9),
+        Delivery(note="n-0001", to="bee-2", how="judge"),
+        Note(id="n-0002", bee="bee-3", kind="finding", text="FOUND: the writer drops rows on retry.", score=0.9),
+        Relation(later="n-0002", earlier="n-0001", relation="contradicts", score=0.95, same_bee=False),
+        Dispute(id="d-1", notes=("n-0001", "n-0002"), at="2026-11-30T09:00:00.000Z"),
+        Delivery(note="n-0002", to="bee-1", how="conflict", replaces="n-0001"),
+        Note(id="n-0010", bee="bee-2", kind="decision", text="DECIDED: fix the loop bound in export.py.", score=0.9),
+        Delivery(note="n-0010", to="bee-1", how="rule"),
+    ]
+
+
+async def test_a_restored_pipeline_goes_on_where_the_board_stopped(tmp_path: Path) -> None:
+    sent: list[tuple[str, str]] = []
+
+    async def send(bee: str, items: list[InboxItem]) -> None:
+        sent.extend((bee, item.note) for item in items)
+
+    rules = [ScriptRule.model_validate(r) for r in (
+        {"gate": "publish", "answers": {"news": 0.95, "kind": {"finding": 0.9, "other": 0.02}}},
+        {"gate": "relate", "answers": {"relation": {"none": 0.97}}},
+        {"gate": "deliver", "answers": {"useful": 0.95}},
+    )]
+    judge = Judge([ScriptTier(rules)])
+    with JsonlWriter(tmp_path / "board.jsonl") as board, JsonlWriter(tmp_path / "gate.jsonl") as gate_log:
+        gates = Gates(judge, goal="Why does the export drop rows?", new_id=sequential_ids(["g-000007", "g-000041"]))
+        pipeline = Pipeline(gates, board, gate_log, send, delivery_cap=1)
+        for bee in ("bee-1", "bee-2", "bee-3"):
+            pipeline.add_bee(bee, f"the angle of {bee}")
+        pipeline.bees["bee-3"].live = False  # it had reported: nothing more goes to it
+        pipeline.restore(earlier_board(), answered="n-0010")
+
+        assert pipeline.bees["bee-1"].holds == {"n-0001", "n-0002", "n-0010"}
+        assert pipeline.bees["bee-2"].holds == {"n-0001", "n-0010"}
+        assert pipeline.bees["bee-2"].plain_deliveries == 1
+        assert [d.id for d in pipeline.state.open_disputes()] == ["d-1"]
+        assert pipeline.answered is not None and pipeline.answered.id == "n-0010"
+
+        await pipeline.handle(Utterance(bee="bee-1", seq=9, text="FOUND: the last batch is lost when rows % 250 != 0."))
+    await judge.aclose()
+
+    new_notes = [r for r in read_all(tmp_path / "board.jsonl", BOARD_ADAPTER)[0] if isinstance(r, Note)]
+    assert [n.id for n in new_notes] == ["n-0011"]
+    rows, _ = read_all(tmp_path / "gate.jsonl", GateDecision)
+    assert rows[0].id == "g-000042" and len({r.id for r in rows}) == len(rows)
+    # bee-2 had used its one judged delivery before the stop: the new note is capped for it, and bee-3 is done.
+    assert sent == []
+    assert [(r.gate, r.outcome, r.to) for r in rows if r.gate == "deliver"] == [("deliver", "capped", "bee-2")]
+
+
+def test_ids_continue_past_the_highest_written() -> None:
+    new_id = sequential_ids(["g-000003", "g-000120", "not-an-id", "g-x"])
+    assert [new_id(), new_id()] == ["g-000121", "g-000122"]
+    assert sequential_ids()() == "g-000001"
