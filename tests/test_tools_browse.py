@@ -202,3 +202,65 @@ async def test_unreachable_host_is_an_error_result(browse: BrowseTool, server: s
 def test_html_to_text_skips_non_content_and_keeps_structure() -> None:
     html = "<div>a<script>x()</script><svg><text>drawing</text></svg><br>b</div><p>c &lt;d&gt;</p>"
     assert html_to_text(html) == "a\nb\n\nc <d>"
+
+
+class Resolver:
+    """A DNS that answers ``answers`` in turn (the last one from then on) and counts the questions."""
+
+    def __init__(self, *answers: list[str]) -> None:
+        self.answers = list(answers)
+        self.asked: list[str] = []
+
+    async def __call__(self, host: str, port: int) -> list[str]:
+        self.asked.append(host)
+        return self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+
+
+async def test_the_connection_goes_to_the_address_that_was_checked(server: str) -> None:
+    port = server.rsplit(":", 1)[1]
+    resolver = Resolver(["127.0.0.1"])
+    tool = BrowseTool(resolve=resolver)
+    try:
+        # No DNS on this machine knows the name: only an address from our own resolution can reach the server.
+        result = await tool.run({"url": f"http://docs.invalid:{port}/plain"})
+    finally:
+        await tool.aclose()
+    assert result.ok, result.text
+    assert set(resolver.asked) == {"docs.invalid"}
+
+
+async def test_a_dns_answer_that_changes_after_the_check_is_refused(server: str) -> None:
+    port = server.rsplit(":", 1)[1]
+    resolver = Resolver(["127.0.0.1"], ["169.254.169.254"])  # DNS rebinding: harmless first, metadata next
+    tool = BrowseTool(resolve=resolver)
+    try:
+        result = await tool.run({"url": f"http://docs.invalid:{port}/plain"})
+    finally:
+        await tool.aclose()
+    assert not result.ok
+    assert result.text == (
+        "browse: refused: docs.invalid (169.254.169.254) is a link-local address, where metadata services live")
+
+
+async def test_an_address_that_does_not_answer_falls_over_to_the_next(server: str) -> None:
+    port = server.rsplit(":", 1)[1]
+    tool = BrowseTool(resolve=Resolver(["127.0.0.2", "127.0.0.1"]), seconds=5)
+    try:
+        result = await tool.run({"url": f"http://docs.invalid:{port}/plain"})
+    finally:
+        await tool.aclose()
+    assert result.ok, result.text
+
+
+async def test_a_name_that_does_not_resolve_is_a_fetch_error() -> None:
+    async def nxdomain(host: str, port: int) -> list[str]:
+        raise OSError(-2, "Name or service not known")
+
+    tool = BrowseTool(resolve=nxdomain)
+    try:
+        result = await tool.run({"url": "http://docs.invalid/"})
+    finally:
+        await tool.aclose()
+    assert not result.ok
+    assert result.text == (
+        "browse: could not fetch http://docs.invalid/: cannot resolve docs.invalid: Name or service not known")

@@ -2,7 +2,8 @@
 
 Only ``http`` and ``https`` URLs are fetched (redirects to anything else fail in httpx), and never a link-local
 address (169.254.0.0/16, fe80::/10: where cloud metadata services hand out credentials), checked on every
-request of a redirect chain after name resolution. Loopback and private networks stay reachable on purpose:
+request of a redirect chain after name resolution, and connected to at the very address that was checked (no
+DNS rebinding). Loopback and private networks stay reachable on purpose:
 a local docs server or an internal wiki is a fair source for an investigation. The download stops at
 a byte cap, HTML becomes plain text with the standard library's parser (scripts, styles and other
 non-content elements dropped), binary content is described rather than shown, and every result starts with
@@ -12,9 +13,11 @@ non-content elements dropped), binary content is described rather than shown, an
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ipaddress
 import re
 import socket
+from collections.abc import Awaitable, Callable
 from html.parser import HTMLParser
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
@@ -183,20 +186,63 @@ def refusal(address: str) -> str | None:
     return None
 
 
-async def check_host(host: str, port: int) -> None:
-    """:class:`ToolError` if ``host`` is, or resolves to, a refused address. A name that does not resolve
-    here is left to the HTTP client (it may go through a proxy), which reports its own error."""
-    addresses = [host]
-    if _parse_ip(host) is None:
-        try:
-            infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        except OSError:
-            return
-        addresses = [str(info[4][0]) for info in infos]
+Resolve = Callable[[str, int], Awaitable[list[str]]]
+"""Host name and port → the addresses to try, in order (``getaddrinfo``; tests pass their own)."""
+
+
+async def system_resolve(host: str, port: int) -> list[str]:
+    infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return [str(info[4][0]) for info in infos]
+
+
+async def checked_addresses(host: str, port: int, resolve: Resolve = system_resolve) -> list[str]:
+    """The addresses ``host`` resolves to (itself when it is one), or :class:`ToolError` if any is refused.
+    Resolution errors are ``OSError``."""
+    addresses = [host] if _parse_ip(host) is not None else await resolve(host, port)
     for address in addresses:
         if (why := refusal(address)) is not None:
             shown = host if address == host else f"{host} ({address})"
             raise ToolError(f"browse: refused: {shown} is {why}", activity=f"fetch {preview(host)}: refused")
+    return addresses
+
+
+def _pinned_backend(resolve: Resolve) -> Any:
+    """An httpcore network backend that connects to the very address it checked.
+
+    Checking a name and then letting the client resolve it again leaves a window in which a DNS answer can
+    change (DNS rebinding: a harmless address for the check, the metadata service for the connection). Here
+    one resolution serves both, and TLS still verifies the certificate against the host name.
+    """
+    import httpcore
+
+    class PinnedBackend(httpcore.AsyncNetworkBackend):
+        def __init__(self) -> None:
+            self._inner = httpcore.AnyIOBackend()
+
+        # The signatures are httpcore's interface, ``timeout`` included.
+        async def connect_tcp(self, host: str, port: int, timeout: float | None = None,  # noqa: ASYNC109
+                              local_address: str | None = None, socket_options: Any = None) -> Any:
+            try:
+                addresses = await checked_addresses(host, port, resolve)
+            except OSError as e:
+                raise httpcore.ConnectError(f"cannot resolve {host}: {e.strerror or e}") from e
+            if not addresses:
+                raise httpcore.ConnectError(f"{host} has no address")
+            for address in addresses[:-1]:  # in resolver order, as a client would; the last one's error stands
+                with contextlib.suppress(httpcore.ConnectError, httpcore.ConnectTimeout):
+                    return await self._inner.connect_tcp(address, port, timeout=timeout,
+                                                         local_address=local_address, socket_options=socket_options)
+            return await self._inner.connect_tcp(addresses[-1], port, timeout=timeout, local_address=local_address,
+                                                 socket_options=socket_options)
+
+        async def connect_unix_socket(self, path: str, timeout: float | None = None,  # noqa: ASYNC109
+                                      socket_options: Any = None) -> Any:
+            return await self._inner.connect_unix_socket(path, timeout=timeout, socket_options=socket_options)
+
+        async def sleep(self, seconds: float) -> None:
+            await self._inner.sleep(seconds)
+
+    return PinnedBackend()
 
 
 _TEXTUAL = re.compile(r"^(text/|application/(json|xml|javascript|x-yaml|yaml|toml)|[^;]*\+(json|xml))", re.I)
@@ -231,36 +277,44 @@ BROWSE_SPEC = ToolSpec(
 )
 
 
-async def _check_request(request: httpx.Request) -> None:
-    """Every request of a redirect chain goes through :func:`check_host` before it connects."""
-    await check_host(request.url.host, request.url.port or (443 if request.url.scheme == "https" else 80))
-
-
 class BrowseTool:
     """HTTP GET with httpx (imported on first use, so a bee that never browses does not pay for it)."""
 
     spec = BROWSE_SPEC
 
     def __init__(
-        self, *, cap: int = OUTPUT_CAP, max_download: int = MAX_DOWNLOAD, seconds: float = FETCH_SECONDS
+        self, *, cap: int = OUTPUT_CAP, max_download: int = MAX_DOWNLOAD, seconds: float = FETCH_SECONDS,
+        resolve: Resolve = system_resolve,
     ) -> None:
         self.cap = cap
         self.max_download = max_download
         self.seconds = seconds
+        self._resolve = resolve
         self._client: httpx.AsyncClient | None = None
 
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:
             import httpx
 
+            transport = httpx.AsyncHTTPTransport()
+            # httpx does not take a network backend; its pool does (httpcore's documented extension point).
+            transport._pool._network_backend = _pinned_backend(self._resolve)
             self._client = httpx.AsyncClient(
+                transport=transport,
                 follow_redirects=True,
                 max_redirects=5,
                 timeout=httpx.Timeout(self.seconds),
                 headers={"User-Agent": USER_AGENT, "Accept": "text/html,text/plain;q=0.9,*/*;q=0.5"},
-                event_hooks={"request": [_check_request]},
+                event_hooks={"request": [self._check_request]},
             )
         return self._client
+
+    async def _check_request(self, request: httpx.Request) -> None:
+        """Every request of a redirect chain is checked before it is sent, also one that goes through a proxy
+        (which resolves the name itself). A name that does not resolve here is left to the connection."""
+        with contextlib.suppress(OSError):
+            await checked_addresses(request.url.host, request.url.port or (443 if request.url.scheme == "https"
+                                                                          else 80), self._resolve)
 
     async def run(self, args: dict[str, Any]) -> ToolResult:
         try:
