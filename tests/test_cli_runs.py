@@ -13,7 +13,8 @@ from run_factory import make_run
 
 from hive import __version__
 from hive.cli import main
-from hive.records import Delivery, Dispute, Note, NoteKind, Relation
+from hive.records import Delivery, Dispute, Note, NoteKind, Relation, RunInfo
+from hive.store import write_json_atomic
 
 AT = "2026-11-30T03:04:05.123Z"
 
@@ -201,6 +202,18 @@ def test_show_prints_the_answer_and_the_standing_board(runs_dir: Path, capsys: p
     assert "- [finding 0.82] bee-1 (in dispute): Templates are recompiled on every request." in out
     assert "An old guess about DNS." not in out
     assert "DNS is fine" in out
+
+
+def test_show_points_a_stopped_run_to_hive_resume(runs_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    make_run(runs_dir, "r1", problem="Why?", status="interrupted")
+    assert main(["show", "r1"]) == 0
+    assert capsys.readouterr().out.splitlines()[:2] == [
+        "run r1 · interrupted · Why?", "(it stopped before the end: 'hive resume r1' goes on with it)"]
+    paths = make_run(runs_dir, "r2", problem="Why?")
+    info = RunInfo.model_validate_json(paths.run_json.read_bytes())
+    write_json_atomic(paths.run_json, info.model_copy(update={"resumed_at": ["2026-11-30T04:00:00.000Z"]}))
+    assert main(["show", "r2"]) == 0
+    assert capsys.readouterr().out.splitlines()[:2] == ["run r2 · finished · resumed 1× · Why?", ""]
 
 
 def test_show_json(runs_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -87,7 +87,11 @@ def show_command(
             "contested": [list(pair) for pair in state.contested()],
         })
         return
-    typer.echo(f"run {info.id} · {effective_status(info)} · {info.problem}")
+    status = effective_status(info)
+    resumed = f" · resumed {len(info.resumed_at)}×" if info.resumed_at else ""
+    typer.echo(f"run {info.id} · {status}{resumed} · {info.problem}")
+    if status in ("interrupted", "failed"):
+        typer.echo(f"(it stopped before the end: 'hive resume {info.id}' goes on with it)")
     typer.echo("")
     typer.echo(answer.rstrip() if answer else "(no answer.md yet)")
     typer.echo("")
