@@ -481,6 +481,7 @@ def test_ctrl_c_wraps_up_and_writes_a_partial_answer(hive: Hive) -> None:
     assert info.status == "interrupted"
     assert all(b.outcome is not None for b in info.bees)
     assert "Interrupted" in (run_dir / "answer.md").read_text()
+    assert f"'hive resume {run_dir.name}' goes on with this run" in err
     assert not bee_pids(str(hive.runs))
 
 

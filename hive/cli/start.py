@@ -198,6 +198,8 @@ def run_hive(opts: Any, *, as_json: bool, mode: str, intro: str | None = None, e
         print_json(summary(result))
     else:
         print(result.answer)
+    if result.info.status == "interrupted":
+        print(f"hive: interrupted; 'hive resume {result.info.id}' goes on with this run", file=sys.stderr)
     return result.exit_code
 
 
