@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from hive.records import BOARD_ADAPTER, GateDecision, Note, RunInfo
+from hive.records import BOARD_ADAPTER, GateDecision, Note, RunInfo, TranscriptEntry
 from hive.store import read_all
 
 KINDS = {"FOUND:": "finding", "DEAD END:": "dead_end", "DECIDED:": "decision", "BLOCKED:": "blocker"}
@@ -122,3 +122,9 @@ def notes(run_dir: Path) -> list[Note]:
 
 def transcript_text(run_dir: Path, bee: str) -> str:
     return (run_dir / "bees" / bee / "transcript.jsonl").read_text()
+
+
+def transcript_entries(run_dir: Path, bee: str) -> list[TranscriptEntry]:
+    records, warnings = read_all(run_dir / "bees" / bee / "transcript.jsonl", TranscriptEntry)
+    assert not warnings, warnings
+    return records

@@ -27,6 +27,7 @@ from tests.hive_runs import (
     relation,
     report,
     run_hive,
+    transcript_entries,
     transcript_text,
     turn,
     write_judge,
@@ -402,14 +403,16 @@ def test_a_killed_run_resumes_where_it_stopped(hive: Hive) -> None:
                   turn("Thinking about this for a while before the next step of the investigation.", ls(), 3.0),
                   turn("FOUND: app/export.py:1 BATCH = 250, so up to 249 rows are lost on every export.", ls()),
                   report()],
-        "bee-2": [turn("Reading the configuration module before saying anything about it at all.", ls()),
+        # bee-2's finding reaches bee-1 while bee-1 is in a model call, so it waits unread in its inbox.
+        "bee-2": [turn("FOUND: app/config.py:2 sets CUTOFF_HOUR = 0 and nothing in the export reads it.", ls(), 1.0),
                   report()],
     })
     proc = hive.start(script, f"script:{judge}", "--angle", "a", "--angle", "b")
     try:
         wait_for(lambda: len(bee_pids(str(hive.runs))) == 2)
         run_dir = only_run(hive.runs)
-        wait_for(lambda: [b.outcome for b in load_info(run_dir).bees] == [None, "reported"] and notes(run_dir))
+        wait_for(lambda: [b.outcome for b in load_info(run_dir).bees] == [None, "reported"]
+                 and len(notes(run_dir)) == 2)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
     finally:
@@ -430,7 +433,11 @@ def test_a_killed_run_resumes_where_it_stopped(hive: Hive) -> None:
     bee1 = transcript_text(run_dir, "bee-1")
     assert bee1.count("drops the final partial batch") == 1 and "has now been resumed" in bee1
     assert transcript_text(run_dir, "bee-2").count('"event":"report"') == 1
-    assert [(n.id, n.bee) for n in notes(run_dir)] == [("n-0001", "bee-1"), ("n-0002", "bee-1")]
+    assert [(n.id, n.bee) for n in notes(run_dir)] == [("n-0001", "bee-1"), ("n-0002", "bee-2"), ("n-0003", "bee-1")]
+    # bee-2's note reached bee-1's model exactly once: read before the stop, or handed over again after it.
+    read = [e for e in transcript_entries(run_dir, "bee-1") if e.event == "notes"]
+    assert [n for e in read for n in (e.data or {}).get("delivered", [])] == ["n-0002"]
+    assert bee1.count("nothing in the export reads it") == 1
     rows = gates(run_dir)
     assert len({r.id for r in rows}) == len(rows)
     uids = [r.utterance for r in rows if r.gate == "publish"]

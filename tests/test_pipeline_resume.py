@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from hive.coordinator.pipeline import Pipeline
+from hive.coordinator.resume import unread_items
 from hive.gates import Gates, sequential_ids
 from hive.judge.engine import Judge
 from hive.judge.tiers.script import ScriptRule, ScriptTier
@@ -17,6 +18,7 @@ from hive.records import (
     InboxItem,
     Note,
     Relation,
+    TranscriptEntry,
     Utterance,
 )
 from hive.store import JsonlWriter, read_all
@@ -77,3 +79,23 @@ def test_ids_continue_past_the_highest_written() -> None:
     new_id = sequential_ids(["g-000003", "g-000120", "not-an-id", "g-x"])
     assert [new_id(), new_id()] == ["g-000121", "g-000122"]
     assert sequential_ids()() == "g-000001"
+
+
+def test_what_a_bee_never_read_is_handed_over_again() -> None:
+    board: list[BoardRecord] = [
+        Note(id="n-0001", bee="bee-1", kind="finding", text="FOUND: export.py:5 skips the last batch.", score=0.9),
+        Delivery(note="n-0001", to="bee-2", how="judge"),
+        Note(id="n-0002", bee="bee-1", kind="finding", text="FOUND: export.py:5 skips the last 3 rows.", score=0.9),
+        Delivery(note="n-0002", to="bee-2", how="correction", replaces="n-0001"),
+        Note(id="n-0003", bee="bee-3", kind="decision", text="DECIDED: fix the loop bound.", score=0.9),
+        Delivery(note="n-0003", to="bee-2", how="rule"),
+        Delivery(note="n-0003", to="bee-1", how="rule"),
+    ]
+    transcript = [TranscriptEntry(event="notes", data={"delivered": ["n-0001"], "withheld": []})]
+    assert unread_items("bee-2", board, transcript) == [
+        InboxItem(kind="correction", note="n-0002", bee="bee-1", note_kind="finding",
+                  text="FOUND: export.py:5 skips the last 3 rows.", replaces="n-0001", other_bee="bee-1",
+                  other_text="FOUND: export.py:5 skips the last batch."),
+        InboxItem(kind="note", note="n-0003", bee="bee-3", note_kind="decision", text="DECIDED: fix the loop bound."),
+    ]
+    assert unread_items("bee-1", board, [TranscriptEntry(event="notes", data={"withheld": ["n-0003"]})]) == []

@@ -24,9 +24,9 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from hive.board import BoardState, DisputeState
 from hive.gates import Gates, highest_number, select_related
@@ -232,12 +232,9 @@ class Pipeline:
         for slot in self.bees.values():
             if slot.id == later.bee or earlier.id not in slot.holds or not slot.live:
                 continue
-            item = InboxItem(kind="correction", note=later.id, bee=later.bee, note_kind=later.kind, text=later.text,
-                             replaces=earlier.id, other_bee=earlier.bee, other_text=earlier.text)
             self._log(self.gates.rule("correct", "deliver", to=slot.id, note=later.id, earlier=earlier.id,
                                       later=later.id, reason=f"{later.id} supersedes {earlier.id}"))
-            await self._hand_over(slot, item, Delivery(note=later.id, to=slot.id, how="correction",
-                                                       replaces=earlier.id))
+            await self._hand_over(slot, Delivery(note=later.id, to=slot.id, how="correction", replaces=earlier.id))
             self.stats.corrections += 1
 
     async def _dispute(self, earlier: Note, later: Note, at: str) -> None:
@@ -249,13 +246,11 @@ class Pipeline:
                 continue
             # The notice carries the side this bee has not seen yet (the later one if it has both).
             new, old = (earlier, later) if later.id in slot.holds and earlier.id not in slot.holds else (later, earlier)
-            item = InboxItem(kind="conflict", note=new.id, bee=new.bee, note_kind=new.kind, text=new.text,
-                             replaces=old.id, other_bee=old.bee, other_text=old.text)
             self._log(self.gates.rule("conflict", "deliver", to=slot.id, note=new.id, earlier=earlier.id,
                                       later=later.id, dispute=dispute.id,
                                       reason=f"{later.id} contradicts {earlier.id}"))
             slot.holds.add(old.id)
-            await self._hand_over(slot, item, Delivery(note=new.id, to=slot.id, how="conflict", replaces=old.id))
+            await self._hand_over(slot, Delivery(note=new.id, to=slot.id, how="conflict", replaces=old.id))
 
     async def _deliver_everywhere(self, note: Note) -> None:
         receivers = [s for s in self.bees.values() if s.id != note.bee and s.live and note.id not in s.holds]
@@ -279,15 +274,14 @@ class Pipeline:
             if not by_rule:
                 slot.plain_deliveries -= 1
             return
-        item = InboxItem(kind="note", note=note.id, bee=note.bee, note_kind=note.kind, text=note.text)
         how = "rule" if result.by_rule else "judge"
-        await self._hand_over(slot, item, Delivery(note=note.id, to=slot.id, how=how))
+        await self._hand_over(slot, Delivery(note=note.id, to=slot.id, how=how))
 
-    async def _hand_over(self, slot: BeeSlot, item: InboxItem, delivery: Delivery) -> None:
-        slot.holds.add(item.note)
+    async def _hand_over(self, slot: BeeSlot, delivery: Delivery) -> None:
+        slot.holds.add(delivery.note)
         self._append(delivery)
         self.stats.deliveries += 1
-        await self.send(slot.id, [item])
+        await self.send(slot.id, [inbox_item(delivery, self.state.notes)])
 
     # ------------------------------------------------------------------ bee feedback, disputes
 
@@ -317,6 +311,18 @@ class Pipeline:
 
     def notes_of(self, ids: Sequence[str]) -> list[Note]:
         return [self.state.notes[i] for i in ids if i in self.state.notes]
+
+
+def inbox_item(delivery: Delivery, notes: Mapping[str, Note]) -> InboxItem:
+    """What a delivery puts in the bee's inbox: the note, and for a correction or a conflict the note it
+    answers (the superseded one, or the other side)."""
+    note = notes[delivery.note]
+    other = notes.get(delivery.replaces) if delivery.replaces else None
+    kind: Literal["note", "correction", "conflict"] = (
+        delivery.how if delivery.how == "correction" or delivery.how == "conflict" else "note")
+    return InboxItem(kind=kind, note=note.id, bee=note.bee, note_kind=note.kind, text=note.text,
+                     replaces=delivery.replaces, other_bee=other.bee if other else None,
+                     other_text=other.text if other else None)
 
 
 def verifier_angle(a: Note, b: Note) -> str:

@@ -10,12 +10,23 @@ its conversation (:mod:`hive.bee.resume`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from hive.coordinator.options import StartOptions
+from hive.coordinator.pipeline import inbox_item
 from hive.errors import UsageError
-from hive.records import BOARD_ADAPTER, BoardRecord, GateDecision, RunInfo, TranscriptEntry
+from hive.records import (
+    BOARD_ADAPTER,
+    BoardRecord,
+    Delivery,
+    GateDecision,
+    InboxItem,
+    Note,
+    RunInfo,
+    TranscriptEntry,
+)
 from hive.runs import RunPaths, effective_status, load_run_info
 from hive.store import read_all
 
@@ -32,6 +43,9 @@ class EarlierRun:
     """The note the ``answer`` gate had accepted (``--race``), if it had."""
     reports: dict[str, str]
     """The last report each bee handed in, by bee id."""
+    unread: dict[str, list[InboxItem]]
+    """By bee id: what was delivered to the bee but never reached its model (it was waiting in the bee's inbox
+    when the run stopped). It is handed over again when the bee starts."""
     warnings: list[str]
     """Corrupt lines skipped while reading (a torn last line is normal after a kill and is not one)."""
 
@@ -58,13 +72,26 @@ def load_earlier(paths: RunPaths, info: RunInfo) -> EarlierRun:
     decisions, gate_warnings = read_all(paths.gate, GateDecision)
     answered = next((d.note for d in decisions if d.gate == "answer" and d.outcome == "answered"), None)
     reports: dict[str, str] = {}
+    unread: dict[str, list[InboxItem]] = {}
     for bee in info.bees:
         entries, bee_warnings = read_all(paths.transcript(bee.id), TranscriptEntry)
         warnings += bee_warnings
         texts = [e.content for e in entries if e.event == "report" and e.content]
         if texts:
             reports[bee.id] = texts[-1]
-    return EarlierRun(paths, info, board, [d.id for d in decisions], answered, reports, warnings + gate_warnings)
+        unread[bee.id] = unread_items(bee.id, board, entries)
+    return EarlierRun(paths, info, board, [d.id for d in decisions], answered, reports, unread,
+                      warnings + gate_warnings)
+
+
+def unread_items(bee: str, board: Sequence[BoardRecord], entries: Sequence[TranscriptEntry]) -> list[InboxItem]:
+    """The deliveries to ``bee`` whose note its transcript never shows it took in (or dropped as stale), in
+    board order."""
+    seen = {note for e in entries if e.event == "notes"
+            for key in ("delivered", "withheld") for note in (e.data or {}).get(key, [])}
+    notes = {r.id: r for r in board if isinstance(r, Note)}
+    return [inbox_item(r, notes) for r in board
+            if isinstance(r, Delivery) and r.to == bee and r.note in notes and r.note not in seen]
 
 
 def resume_options(info: RunInfo, runs_dir: Path, deadline: float | None) -> StartOptions:

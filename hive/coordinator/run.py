@@ -81,6 +81,8 @@ class BeeRun:
     """Utterances of this bee's runs before a resume."""
     resume: bool = False
     """Started again by ``hive resume``: the bee picks up its conversation from its transcript."""
+    unread: list[InboxItem] = field(default_factory=list)
+    """Delivered before the stop but never read: handed over again as soon as the bee starts."""
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float | None = None
@@ -156,7 +158,7 @@ class Coordinator:
                          input_tokens=int(extra.get("input_tokens", 0)),
                          output_tokens=int(extra.get("output_tokens", 0)), cost_usd=extra.get("cost_usd"))
             if b.id in restarted:
-                bee.resume = True
+                bee.resume, bee.unread = True, earlier.unread.get(b.id, [])
             else:
                 bee.outcome, bee.reason, bee.report = b.outcome, b.reason, earlier.reports.get(b.id, "")
             self.bees[b.id] = bee
@@ -321,6 +323,8 @@ class Coordinator:
         bee.started = bee.last_seen = time.monotonic()
         if self.view is not None:
             self.view.bee_started(bee.info())
+        if bee.unread:
+            await bee.proc.send(Notes(items=bee.unread))
         async for message in bee.proc.messages():
             bee.last_seen = time.monotonic()
             self._observe(message)
