@@ -173,6 +173,8 @@ class AuditReport(Figures):
     started_at: str
     ended_at: str | None
     duration_s: float | None
+    """From the start to the end, including any time the run spent stopped before a ``hive resume``."""
+    resumed_at: list[str] = Field(default_factory=list)
     filters: dict[str, str]
     funnel: Funnel
     gates: dict[str, GateFigures]
@@ -484,6 +486,7 @@ def compute_audit(
         started_at=info.started_at,
         ended_at=info.ended_at,
         duration_s=_rounded(duration_seconds(info)) if info.ended_at else None,
+        resumed_at=info.resumed_at or [],
         filters=filters,
         funnel=funnel,
         gates=gates,
@@ -575,6 +578,8 @@ def _title(report: AuditReport) -> str:
     parts = [f"run {report.run}", report.status, f"{len(report.bees)} bees"]
     if report.duration_s is not None:
         parts.append(_duration(report.duration_s))
+    if report.resumed_at:
+        parts.append(f"resumed {len(report.resumed_at)}×")
     return " · ".join(parts)
 
 
