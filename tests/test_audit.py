@@ -16,6 +16,7 @@ from hive.observe.audit import BeeUsage, audit_run, compute_audit, gate_figures,
 from hive.observe.labels import Label, calibration_table, decision_correct, label_point
 from hive.observe.reading import deciding_reading, verdict_of
 from hive.records import Answer, GateDecision, RunInfo
+from hive.store import write_json_atomic
 
 
 @pytest.fixture
@@ -244,6 +245,17 @@ def test_a_crashed_run_reads_as_interrupted(runs: Path, capsys: pytest.CaptureFi
     report, _ = audit_json(capsys, RUN_ID)
     assert report["status"] == "interrupted"
     assert report["funnel"]["published"] == 5
+
+
+def test_a_resumed_run_says_so(runs: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    info = run_info().model_copy(update={"resumed_at": ["2026-11-30T04:00:00.000Z"]})
+    report = compute_audit(info, board_records(), gate_decisions())
+    assert report.resumed_at == ["2026-11-30T04:00:00.000Z"]
+    assert compute_audit(run_info(), [], []).resumed_at == []
+    paths = write_run(runs)
+    write_json_atomic(paths.run_json, info)
+    assert main(["audit", RUN_ID]) == 0
+    assert capsys.readouterr().out.splitlines()[0].endswith(" · resumed 1×")
 
 
 def test_an_empty_run_has_zero_figures(runs: Path) -> None:
