@@ -429,6 +429,7 @@ def test_a_killed_run_resumes_where_it_stopped(hive: Hive) -> None:
     info = load_info(run_dir)
     assert info.started_at == before.started_at and len(info.resumed_at or ()) == 1
     assert [(b.id, b.outcome) for b in info.bees] == [("bee-1", "reported"), ("bee-2", "reported")]
+    assert [(b.model_extra or {}).get("utterances") for b in info.bees] == [3, 1]  # both runs counted
     # bee-1 picked its conversation up after its first reply; bee-2 had reported and was not started again.
     bee1 = transcript_text(run_dir, "bee-1")
     assert bee1.count("drops the final partial batch") == 1 and "has now been resumed" in bee1

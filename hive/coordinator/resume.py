@@ -10,6 +10,7 @@ its conversation (:mod:`hive.bee.resume`).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +44,9 @@ class EarlierRun:
     """The note the ``answer`` gate had accepted (``--race``), if it had."""
     reports: dict[str, str]
     """The last report each bee handed in, by bee id."""
+    utterances: dict[str, int]
+    """By bee id: utterances the pipeline took in (one publish row each), counted from the ledger because
+    ``run.json`` is rewritten only now and then."""
     unread: dict[str, list[InboxItem]]
     """By bee id: what was delivered to the bee but never reached its model (it was waiting in the bee's inbox
     when the run stopped). It is handed over again when the bee starts."""
@@ -80,7 +84,8 @@ def load_earlier(paths: RunPaths, info: RunInfo) -> EarlierRun:
         if texts:
             reports[bee.id] = texts[-1]
         unread[bee.id] = unread_items(bee.id, board, entries)
-    return EarlierRun(paths, info, board, [d.id for d in decisions], answered, reports, unread,
+    utterances = Counter(d.bee for d in decisions if d.gate == "publish" and d.bee)
+    return EarlierRun(paths, info, board, [d.id for d in decisions], answered, reports, dict(utterances), unread,
                       warnings + gate_warnings)
 
 

@@ -154,7 +154,8 @@ class Coordinator:
         restarted = set(earlier.restarted())
         for b in info.bees:
             extra = b.model_extra or {}
-            bee = BeeRun(b.id, b.angle, b.role, b.model, utterances_before=int(extra.get("utterances", 0)),
+            said = max(int(extra.get("utterances", 0)), earlier.utterances.get(b.id, 0))
+            bee = BeeRun(b.id, b.angle, b.role, b.model, utterances_before=said,
                          input_tokens=int(extra.get("input_tokens", 0)),
                          output_tokens=int(extra.get("output_tokens", 0)), cost_usd=extra.get("cost_usd"))
             if b.id in restarted:
