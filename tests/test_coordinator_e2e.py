@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -357,18 +359,25 @@ def slow_script(hive: Hive, delay: float = 30.0) -> Path:
     })
 
 
-def test_a_bee_killed_mid_run_gets_an_outcome_and_the_run_goes_on(hive: Hive) -> None:
+@contextlib.contextmanager
+def slow_hive(hive: Hive, *extra: str) -> Iterator[tuple[subprocess.Popen[str], Path]]:
+    """A running two-bee hive whose bee-1 stays busy, once both bees run; killed on the way out."""
     judge = write_judge(hive.root, [*publish_rules(), ROUTINE_DELIVER])
-    proc = hive.start(slow_script(hive), f"script:{judge}", "--angle", "a", "--angle", "b")
+    proc = hive.start(slow_script(hive), f"script:{judge}", "--angle", "a", "--angle", "b", *extra)
     try:
-        wait_for(lambda: bee_pids(str(hive.runs)) and len(bee_pids(str(hive.runs))) == 2)
-        run_dir = only_run(hive.runs)
+        wait_for(lambda: len(bee_pids(str(hive.runs))) == 2)
+        yield proc, only_run(hive.runs)
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+def test_a_bee_killed_mid_run_gets_an_outcome_and_the_run_goes_on(hive: Hive) -> None:
+    with slow_hive(hive) as (proc, run_dir):
         wait_for(lambda: any(True for _ in notes(run_dir)))
         pid = next(p for p in bee_pids(f"{run_dir}/bees/bee-1/"))
         os.kill(pid, signal.SIGKILL)
         _out, err = proc.communicate(timeout=60)
-    finally:
-        proc.kill()
     assert proc.returncode == 0, err
     info = load_info(run_dir)
     bee1 = next(b for b in info.bees if b.id == "bee-1")
@@ -379,16 +388,10 @@ def test_a_bee_killed_mid_run_gets_an_outcome_and_the_run_goes_on(hive: Hive) ->
 
 
 def test_coordinator_killed_leaves_no_orphans_and_reads_as_interrupted(hive: Hive) -> None:
-    judge = write_judge(hive.root, [*publish_rules(), ROUTINE_DELIVER])
-    proc = hive.start(slow_script(hive), f"script:{judge}", "--angle", "a", "--angle", "b")
-    try:
-        wait_for(lambda: len(bee_pids(str(hive.runs))) == 2)
-        run_dir = only_run(hive.runs)
+    with slow_hive(hive) as (proc, run_dir):
         wait_for(lambda: any(True for _ in notes(run_dir)))
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
-    finally:
-        proc.kill()
     wait_for(lambda: not bee_pids(str(hive.runs)), timeout=10)
     assert notes(run_dir) and gates(run_dir)
     listed = run_hive(["ls", "--json", "--runs-dir", str(hive.runs)], cwd=hive.root)
@@ -450,17 +453,11 @@ def test_a_killed_run_resumes_where_it_stopped(hive: Hive) -> None:
 
 def test_resume_refuses_a_running_or_finished_run_in_one_line(hive: Hive) -> None:
     judge = write_judge(hive.root, [*publish_rules(), ROUTINE_DELIVER])
-    proc = hive.start(slow_script(hive), f"script:{judge}", "--angle", "a", "--angle", "b")
-    try:
-        wait_for(lambda: len(bee_pids(str(hive.runs))) == 2)
-        run_dir = only_run(hive.runs)
+    with slow_hive(hive) as (_proc, run_dir):
         running = run_hive(["resume", run_dir.name, "--runs-dir", str(hive.runs)], cwd=hive.root)
         assert running.returncode == 2
         assert running.stderr.startswith(f"hive: error: run {run_dir.name} is still running (coordinator pid")
         assert len(running.stderr.strip().splitlines()) == 1
-    finally:
-        proc.kill()
-        proc.wait(timeout=10)
     wait_for(lambda: not bee_pids(str(hive.runs)), timeout=10)
     finished = hive.run(write_script(hive.root, {"bee-1": [report()], "bee-2": [report()]}), f"script:{judge}",
                         "--angle", "a", "--angle", "b")
@@ -474,16 +471,10 @@ def test_resume_refuses_a_running_or_finished_run_in_one_line(hive: Hive) -> Non
 
 
 def test_ctrl_c_wraps_up_and_writes_a_partial_answer(hive: Hive) -> None:
-    judge = write_judge(hive.root, [*publish_rules(), ROUTINE_DELIVER])
-    proc = hive.start(slow_script(hive), f"script:{judge}", "--angle", "a", "--angle", "b", "--grace", "3")
-    try:
-        wait_for(lambda: len(bee_pids(str(hive.runs))) == 2)
-        run_dir = only_run(hive.runs)
+    with slow_hive(hive, "--grace", "3") as (proc, run_dir):
         wait_for(lambda: any(True for _ in notes(run_dir)))
         proc.send_signal(signal.SIGINT)
         _out, err = proc.communicate(timeout=60)
-    finally:
-        proc.kill()
     assert proc.returncode == 130, err
     info = load_info(run_dir)
     assert info.status == "interrupted"
