@@ -428,7 +428,7 @@ def test_a_killed_run_resumes_where_it_stopped(hive: Hive) -> None:
     assert resumed.returncode == 0, resumed.stderr
     assert "starting bee-1 again" in resumed.stderr
     summary = json.loads(resumed.stdout)
-    assert (summary["run"], summary["status"]) == (run_dir.name, "finished")
+    assert (summary["run"], summary["status"], len(summary["resumed_at"])) == (run_dir.name, "finished", 1)
     info = load_info(run_dir)
     assert info.started_at == before.started_at and len(info.resumed_at or ()) == 1
     assert [(b.id, b.outcome) for b in info.bees] == [("bee-1", "reported"), ("bee-2", "reported")]

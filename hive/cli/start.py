@@ -224,6 +224,7 @@ def summary(result: Any) -> dict[str, Any]:
         "verifiers": sum(b.id.startswith("verify-") for b in info.bees),
         "decisions": stats.decisions,
         "duration_s": duration_seconds(info),
+        "resumed_at": info.resumed_at or [],
     }
 
 
