@@ -484,6 +484,30 @@ def test_ctrl_c_wraps_up_and_writes_a_partial_answer(hive: Hive) -> None:
     assert not bee_pids(str(hive.runs))
 
 
+def test_a_run_interrupted_with_ctrl_c_resumes_to_a_full_answer(hive: Hive) -> None:
+    with slow_hive(hive, "--grace", "3") as (proc, run_dir):
+        wait_for(lambda: any(True for _ in notes(run_dir)))
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    stopped = {b.id: b.outcome for b in load_info(run_dir).bees}
+    assert stopped["bee-1"] == "cut_short"
+
+    resumed = run_hive(["resume", run_dir.name, "--runs-dir", str(hive.runs), "--quiet"], cwd=hive.root)
+
+    assert resumed.returncode == 0, resumed.stderr
+    info = load_info(run_dir)
+    assert (info.status, info.exit_reason) == ("finished", "every bee reported")
+    assert all(b.outcome == "reported" for b in info.bees)
+    # Only the bees that had not reported were started again.
+    again = [b for b, outcome in stopped.items() if outcome != "reported"]
+    assert f"starting {', '.join(again)} again" in resumed.stderr
+    answer = (run_dir / "answer.md").read_text()
+    assert "Interrupted" not in answer and "drops the final partial batch" in answer
+    assert resumed.stdout.strip() == answer.strip()
+    assert not bee_pids(str(hive.runs))
+
+
 def test_bad_input_is_one_line_and_writes_nothing(hive: Hive) -> None:
     script = write_script(hive.root, {"bee-1": [report()], "bee-2": [report()]})
     cases = [
