@@ -39,13 +39,20 @@ class Hive:
         return run_hive([*args, "--runs-dir", str(self.runs)], cwd=self.root)
 
 
-def wait_for(predicate: Callable[[], object], timeout: float = 30.0) -> None:
+def wait_for(predicate: Callable[[], object], timeout: float = 30.0, why: Callable[[], str] | None = None) -> None:
+    """Poll ``predicate``; on a time-out, fail with ``why()`` (what was seen) if given."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         if predicate():
             return
         time.sleep(0.05)
-    raise AssertionError("condition not reached in time")
+    raise AssertionError(f"condition not reached in time{': ' + why() if why else ''}")
+
+
+def processes_matching(*patterns: str) -> str:
+    """``ps`` lines (pid, parent, state, command) of the processes whose command line holds a pattern."""
+    out = subprocess.run(["ps", "-eo", "pid,ppid,stat,args"], capture_output=True, text=True, check=False).stdout
+    return "\n".join(line for line in out.splitlines() if any(p in line for p in patterns)) or "(none)"
 
 
 def bee_pids(marker: str) -> list[int]:

@@ -35,6 +35,7 @@ from tests.reliability_runs import (
     load_info,
     notes,
     peak_memory_kib,
+    processes_matching,
     wait_for,
     watch_peak_memory,
 )
@@ -549,7 +550,8 @@ def test_a_bee_killed_mid_tool_call_leaves_no_tool_process_and_the_run_goes_on(h
     outcomes = {b.id: (b.outcome, b.reason or "") for b in info.bees}
     assert outcomes["bee-1"][0] == "crashed" and "signal 9" in outcomes["bee-1"][1]
     assert outcomes["bee-2"][0] == "reported"
-    wait_for(lambda: process_count(f"sleep {marker}") == 0, timeout=10)
+    wait_for(lambda: process_count(f"sleep {marker}") == 0, timeout=30,
+             why=lambda: processes_matching(f"sleep {marker}"))
     assert_audit_works(hive)
 
 
@@ -566,7 +568,10 @@ def test_the_coordinator_killed_mid_tool_call_leaves_no_process_and_audit_reads_
         proc.wait(timeout=10)
     finally:
         proc.kill()
-    wait_for(lambda: not bee_pids(str(hive.runs)) and process_count(f"sleep {marker}") == 0, timeout=10)
+    # A SIGKILL chain (coordinator → bees → their sandboxes) takes milliseconds; the bound is generous for a
+    # loaded CI machine, and a failure shows what outlived the run.
+    wait_for(lambda: not bee_pids(str(hive.runs)) and process_count(f"sleep {marker}") == 0, timeout=30,
+             why=lambda: processes_matching(f"--brief {hive.runs}", f"sleep {marker}"))
     assert_records_intact(run_dir)
     listed = hive.hive("ls", "--json")
     assert [r["status"] for r in json.loads(listed.stdout)] == ["interrupted"]
