@@ -470,12 +470,18 @@ def test_resume_refuses_a_running_or_finished_run_in_one_line(hive: Hive) -> Non
     assert negative.returncode == 2 and "--deadline must be positive" in negative.stderr
 
 
-def test_ctrl_c_wraps_up_and_writes_a_partial_answer(hive: Hive) -> None:
+def interrupted_slow_hive(hive: Hive) -> tuple[Path, str]:
+    """A slow hive stopped with Ctrl-C once it has a note; its run directory and what it printed on stderr."""
     with slow_hive(hive, "--grace", "3") as (proc, run_dir):
         wait_for(lambda: any(True for _ in notes(run_dir)))
         proc.send_signal(signal.SIGINT)
         _out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
+    return run_dir, err
+
+
+def test_ctrl_c_wraps_up_and_writes_a_partial_answer(hive: Hive) -> None:
+    run_dir, err = interrupted_slow_hive(hive)
     info = load_info(run_dir)
     assert info.status == "interrupted"
     assert all(b.outcome is not None for b in info.bees)
@@ -485,11 +491,7 @@ def test_ctrl_c_wraps_up_and_writes_a_partial_answer(hive: Hive) -> None:
 
 
 def test_a_run_interrupted_with_ctrl_c_resumes_to_a_full_answer(hive: Hive) -> None:
-    with slow_hive(hive, "--grace", "3") as (proc, run_dir):
-        wait_for(lambda: any(True for _ in notes(run_dir)))
-        proc.send_signal(signal.SIGINT)
-        _out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, err
+    run_dir, _err = interrupted_slow_hive(hive)
     stopped = {b.id: b.outcome for b in load_info(run_dir).bees}
     assert stopped["bee-1"] == "cut_short"
 
