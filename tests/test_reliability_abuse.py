@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -177,3 +179,28 @@ def test_a_bee_cannot_forge_records_or_signal_the_coordinator(hive: Hive) -> Non
     assert info.status == "finished" and all(b.outcome == "reported" for b in info.bees)
     assert b"forged" not in (run_dir / "board.jsonl").read_bytes()
     assert not [n for n in notes(run_dir) if n.bee == "bee-9"]
+
+
+def test_a_file_in_the_repository_cannot_stand_in_for_a_module_the_bee_imports(hive: Hive) -> None:
+    """People start hive from inside the repository (``--repo .``). ``python -m`` looks in the working
+    directory first, so without care a repository file named like one of the bee's imports would run as the
+    bee: unsandboxed, with the API keys in its environment."""
+    planted = hive.root / "planted-code-ran"
+    for module in ("orjson", "pydantic", "yaml"):
+        (hive.repo / f"{module}.py").write_text(
+            f"open({str(planted)!r}, 'a').write({module!r} + '\\n')\nraise SystemExit(3)\n"
+        )
+    script = write_script(hive.root, {"bee-1": [report()], "bee-2": [report()]})
+    judge = write_judge(hive.root, publish_rules())
+    # The installed console script, as people run it: `python -m hive` from the repository would put the
+    # repository on the coordinator's own path, which is the person's choice, not hive's.
+    command = Path(sys.executable).with_name("hive")
+    assert command.exists(), f"{command} is missing: install hive (scripts/setup.sh)"
+    done = subprocess.run(
+        [str(command), *hive.args(f"script:{script}", f"script:{judge}", "--angle", "a", "--angle", "b")],
+        cwd=hive.repo, capture_output=True, text=True, timeout=90, stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0, done.stderr
+    assert not planted.exists(), f"repository code ran as a bee: {planted.read_text()}"
+    info = load_info(next(hive.runs.iterdir()))
+    assert [b.outcome for b in info.bees] == ["reported", "reported"]

@@ -401,6 +401,26 @@ async def test_no_network_to_the_host(bash: BashTool) -> None:
             server.accept()
 
 
+async def test_no_unix_socket_to_the_host(bash: BashTool, repo: Path) -> None:
+    """A socket file on the read-only host (docker.sock, an ssh-agent) needs no write permission to connect
+    to; the sandbox refuses Unix-domain sockets altogether."""
+    path = repo / "host.sock"
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(str(path))
+        server.listen()
+        server.setblocking(False)
+        probe = f"import socket; s = socket.socket(socket.AF_UNIX); s.connect('{path}'); print('CONNECTED')"
+        result = await bash.run({"command": f'python -c "{probe}"; ls -l {path}'})
+        assert "CONNECTED" not in result.text
+        assert "Address family not supported" in result.text, result.text
+        assert "host.sock" in result.text  # the file was there to connect to
+        with pytest.raises(BlockingIOError):
+            server.accept()
+    # Everything else still works: the commands people run do not need one.
+    ok = await bash.run({"command": "python -c \"import socket; socket.socket(socket.AF_INET); print('inet ok')\""})
+    assert "inet ok" in ok.text
+
+
 async def test_no_route_outside(bash: BashTool) -> None:
     result = await bash.run({"command": "python -c \"import socket; socket.create_connection(('1.1.1.1', 53), 3)\""})
     assert "OSError" in result.text or "unreachable" in result.text.lower()

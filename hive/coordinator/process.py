@@ -37,9 +37,14 @@ _PR_SET_PDEATHSIG = 1
 
 
 def bee_command(env: dict[str, str]) -> list[str]:
-    """The command that starts a bee: ``HIVE_BEE_COMMAND`` if set (tests, debugging), else ``python -m hive.bee``."""
+    """The command that starts a bee: ``HIVE_BEE_COMMAND`` if set (tests, debugging), else ``python -P -m hive.bee``.
+
+    ``-P`` keeps the working directory off ``sys.path``: people start hive from inside the repository under
+    investigation, and a file there named like a module the bee imports (``orjson.py``) would otherwise run
+    as the bee, outside the sandbox, with the API keys in its environment.
+    """
     override = env.get(BEE_COMMAND_VAR, "").strip()
-    return shlex.split(override) if override else [sys.executable, "-m", "hive.bee"]
+    return shlex.split(override) if override else [sys.executable, "-P", "-m", "hive.bee"]
 
 
 def _die_with_parent() -> None:  # runs in the child between fork and exec

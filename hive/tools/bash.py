@@ -8,8 +8,10 @@ The sandbox (see :func:`bwrap_argv`):
   credentials live, are replaced by empty tmpfs; paths the command needs that live under a hidden directory
   (a repository checked out in ``/tmp`` or in a home directory, a pyenv Python) are bound again, read-only;
 - every namespace unshared (``--unshare-all``): no network but a private loopback, its own PID namespace,
-  so no process outlives the call; ``--die-with-parent`` and ``--new-session``; all capabilities dropped,
-  and bubblewrap always sets ``no_new_privs``, so a setuid binary gains nothing;
+  so no process outlives the call; no Unix-domain sockets either (:mod:`hive.tools.seccomp`), since socket
+  files on the read-only host (``/run/docker.sock``, an ssh-agent) need no write permission to connect to;
+  ``--die-with-parent`` and ``--new-session``; all capabilities dropped, and bubblewrap always sets
+  ``no_new_privs``, so a setuid binary gains nothing;
 - a clean environment built from nothing (:func:`sandbox_env`): no API key, no ``*_KEY``/``*_TOKEN``/
   ``*_SECRET`` variable, no ``LD_PRELOAD`` or other loader and shell start-up variables;
 - resource caps (see :func:`limits_argv`), so one command cannot take the machine down: each process may
@@ -56,6 +58,7 @@ from hive.tools.common import (
     preview,
     truncation_marker,
 )
+from hive.tools.seccomp import filter_fd, unix_socket_filter
 
 SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
 MAX_TIMEOUT = 600.0
@@ -228,13 +231,15 @@ def bwrap_argv(
     keep: Sequence[Path] = (),
     drop_caps: bool = True,
     info_fd: int | None = None,
+    seccomp_fd: int | None = None,
     sized: bool = True,
 ) -> list[str]:
     """The bubblewrap command line running ``argv`` in ``repo``: read-only, offline, in its own PID space.
 
     Of the hidden directories only :data:`SANDBOX_TMP` stays writable (:data:`TMP_SIZE` bytes); the others
     are empty and read-only once ``keep`` is bound into them. With ``info_fd``, bwrap writes the host pid of
-    the sandbox's init there as soon as it exists. ``sized=False`` leaves out ``--size`` for a bubblewrap
+    the sandbox's init there as soon as it exists; with ``seccomp_fd``, bwrap loads the filter it holds
+(:mod:`hive.tools.seccomp`). ``sized=False`` leaves out ``--size`` for a bubblewrap
     that cannot size a tmpfs (before 0.7, or setuid): its tmpfs may then grow to half the machine's RAM.
     """
     scratch = {SANDBOX_TMP, SANDBOX_TMP.resolve()}
@@ -252,9 +257,11 @@ def bwrap_argv(
     # (and older versions refuse --cap-drop there).
     caps = ["--cap-drop", "ALL"] if drop_caps else []
     info = ["--info-fd", str(info_fd)] if info_fd is not None else []
+    seccomp = ["--seccomp", str(seccomp_fd)] if seccomp_fd is not None else []
     return [
         bwrap,
         *info,
+        *seccomp,
         *mounts,
         "--unshare-all",
         "--die-with-parent",
@@ -440,12 +447,14 @@ async def run_capped(
     cap: int,
     stop: asyncio.Event | None = None,
     info_pipe: tuple[int, int] | None = None,
+    pass_fds: Sequence[int] = (),
 ) -> Outcome:
     """Run ``argv`` with stdout and stderr merged and capped; kill everything it started when it ends, when
     ``limit`` seconds pass, or when the caller is cancelled. The process is always reaped.
 
     ``stop``, once set, ends the command early (the tools are closing). ``info_pipe`` is the (read, write)
-    pair whose write end ``argv`` passes to ``bwrap --info-fd``.
+    pair whose write end ``argv`` passes to ``bwrap --info-fd``; ``pass_fds`` are further descriptors the
+    command inherits (the caller closes them).
     """
     # Our own pipe rather than asyncio's: asyncio's wait() also waits for its pipes to close, which a
     # background child (unsandboxed) could hold open for ever, and we could not close them ourselves.
@@ -459,7 +468,7 @@ async def run_capped(
             stdout=out_write,
             stderr=out_write,
             start_new_session=True,
-            pass_fds=info_pipe[1:] if info_pipe else (),
+            pass_fds=(*(info_pipe[1:] if info_pipe else ()), *pass_fds),
         )
     )
     output = os.fdopen(out_read, "rb", buffering=0)
@@ -588,6 +597,8 @@ class BashTool:
         self._closing = asyncio.Event()
         self.hidden = hidden_dirs()
         self.keep = paths_to_keep(self.repo, self.hidden)
+        self.seccomp = unix_socket_filter()
+        """The filter refusing Unix-domain sockets, or None on a machine whose system call numbers we do not know."""
 
     async def run(self, args: dict[str, Any]) -> ToolResult:
         try:
@@ -649,6 +660,7 @@ class BashTool:
         limits: dict[Controller, int] = {"pids": self.processes, "memory": self.memory}
         group = SandboxGroup.create(self.cgroups, limits) if self.cgroups else None
         info_pipe = os.pipe()
+        seccomp = filter_fd(self.seccomp) if self.seccomp is not None else None
         sandboxed = bwrap_argv(
             self.bwrap or "bwrap",
             self.repo,
@@ -657,6 +669,7 @@ class BashTool:
             keep=self.keep,
             drop_caps=os.geteuid() == 0,
             info_fd=info_pipe[1],
+            seccomp_fd=seccomp,
             sized=self.sized,
         )
         try:
@@ -668,9 +681,12 @@ class BashTool:
                 cap=cap,
                 stop=self._closing,
                 info_pipe=info_pipe,
+                pass_fds=(seccomp,) if seccomp is not None else (),
             )
             return replace(outcome, caps_hit=frozenset(group.hits())) if group is not None else outcome
         finally:
+            if seccomp is not None:
+                os.close(seccomp)
             if group is not None:
                 await group.remove()
 
