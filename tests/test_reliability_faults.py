@@ -24,7 +24,18 @@ import pytest
 
 from hive.records import BOARD_ADAPTER, Delivery, GateDecision, Note, Relation
 from hive.store import read_all
-from tests.hive_runs import board, ls, publish_rules, relation, report, transcript_text, turn, write_judge, write_script
+from tests.hive_runs import (
+    board,
+    ls,
+    publish_rules,
+    relation,
+    report,
+    run_hive,
+    transcript_text,
+    turn,
+    write_judge,
+    write_script,
+)
 from tests.reliability_runs import (
     ROUTINE_DELIVER,
     Hive,
@@ -234,6 +245,38 @@ def test_a_bee_recovers_from_429_500_and_malformed_tool_calls_and_one_that_canno
     assert info.settings["answer_from"] == "model"
     assert "drops the final partial batch" in (run_dir / "answer.md").read_text()
     assert_audit_works(hive)
+
+
+def test_a_run_in_which_no_bee_reports_fails_and_resumes_once_the_provider_works(hive: Hive) -> None:
+    """A rejected key and a provider answering garbage: both bees fail. That is a failed run (exit 1, one
+    error line), not "every bee reported"; its answer is still written, and `hive resume` starts both bees
+    again once the provider is fixed."""
+    plans: dict[str, list[tuple[int, Any, dict[str, str]]]] = {
+        "alpha": [(401, {"error": {"message": "invalid api key"}}, {})],
+        "beta": [(200, b"<html>not json</html>", {})],
+    }
+    judge = "script:" + str(write_judge(hive.root, publish_rules()))
+    with ChatServer(plans, answer="The batching drops the final partial batch.") as server:
+        env = {"HIVE_BASE_URL": server.base_url}
+        done = hive.run("openai-compat:x", judge, "--angle", "alpha: the batching", "--angle", "beta: the config",
+                        env=env)
+        assert done.returncode == 1, done.stderr
+        errors = [line for line in done.stderr.splitlines() if line.startswith("hive: error:")]
+        assert len(errors) == 1 and "no bee reported: bee-1 failed, bee-2 failed" in errors[0], done.stderr
+        run_dir = only_run(hive)
+        info = load_info(run_dir)
+        assert info.status == "failed" and info.exit_reason == "no bee reported: bee-1 failed, bee-2 failed"
+        assert (run_dir / "answer.md").exists()
+        assert "failed" in hive.hive("ls").stdout
+
+        server.plans = {
+            "alpha": [(200, completion("## Found\n- app/export.py:5 drops the final partial batch"), {})],
+            "beta": [(200, completion("## Found\n- the config is fine"), {})],
+        }
+        resumed = run_hive(["resume", info.id, "--runs-dir", str(hive.runs), "--plain"], cwd=hive.root, env=env)
+    assert resumed.returncode == 0, resumed.stderr
+    info = load_info(run_dir)
+    assert info.status == "finished" and [b.outcome for b in info.bees] == ["reported", "reported"]
 
 
 # --------------------------------------------------------------------------- the judge

@@ -200,6 +200,9 @@ def run_hive(opts: Any, *, as_json: bool, mode: str, intro: str | None = None, e
         print(result.answer)
     if result.info.status == "interrupted":
         print(f"hive: interrupted; 'hive resume {result.info.id}' goes on with this run", file=sys.stderr)
+    elif result.info.status == "failed":
+        print(f"hive: error: run {result.info.id} failed: {result.info.exit_reason}; "
+              f"'hive resume {result.info.id}' starts its bees again", file=sys.stderr)
     return result.exit_code
 
 

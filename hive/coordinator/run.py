@@ -260,6 +260,12 @@ class Coordinator:
         answer = await self._answer()
         if self.stopping == "interrupted":
             self.status, self.exit_reason = "interrupted", "interrupted by the user"
+        elif not any(b.outcome in _HANDED_IN for b in self.bees.values()):
+            # The answer is written all the same (a digest of partial reports), but nobody investigated to the
+            # end: a missing key or a dead provider must not read as success.
+            self.status, self.exit_reason = "failed", "no bee reported: " + ", ".join(
+                f"{b.id} {b.outcome or 'crashed'}" for b in self.bees.values()
+            )
         else:
             self.status = "finished"
             self.exit_reason = self.exit_reason or "every bee reported"
@@ -492,6 +498,10 @@ class Coordinator:
         tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, self.paths.answer)
         return text
+
+
+_HANDED_IN = frozenset({"reported", "cut_short"})
+"""Bee outcomes that handed in a report of their own; ``failed`` and ``crashed`` ones have only partial reports."""
 
 
 def _cut(reason: str, partial: str) -> str:
