@@ -13,7 +13,7 @@ import pytest
 from hive.bee import prompts
 from hive.bee.channel import MemoryChannel
 from hive.bee.loop import BeeLoop
-from hive.bee.transcript import Scrubber, Transcript, secret_values
+from hive.bee.transcript import Transcript
 from hive.errors import ModelAPIError
 from hive.providers.base import Message, ModelResponse, ModelSettings, TokenUsage, ToolCall, ToolSpec
 from hive.records import (
@@ -29,6 +29,7 @@ from hive.records import (
     Utterance,
     WrapUp,
 )
+from hive.secrets import Scrubber, secret_values
 from hive.testing import FunctionModel, ScriptedModel
 from hive.tools.base import ToolResult
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from hive.bee.transcript import REDACTED, Scrubber, secret_values, truncate
+from hive.bee.transcript import truncate
+from hive.secrets import REDACTED, Scrubber, secret_values
 
 
 def test_secret_values_are_taken_from_secret_looking_names_only() -> None:

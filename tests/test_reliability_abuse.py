@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from hive.bee.prompts import NOTES_HEADER
-from tests.hive_runs import ls, publish_rules, report, turn, write_judge, write_script
+from tests.hive_runs import ls, publish_rules, report, run_hive, turn, write_judge, write_script
 from tests.reliability_runs import (
     ROUTINE_DELIVER,
     Hive,
@@ -65,9 +65,12 @@ def test_api_keys_reach_no_tool_and_no_file_of_the_run(hive: Hive) -> None:
             report(f"## Found\n- the key is {keys['OPENAI_API_KEY']}"),
         ],
         "bee-2": [turn("Listing the repository to see what is there before anything else.", ls(), 1.0), report()],
-    })
+    }, answer=f"The answer, and the key you asked about: {keys['ANTHROPIC_API_KEY']}")
     judge = write_judge(hive.root, [*publish_rules(), {"gate": "deliver", "answers": {"useful": 0.95}}])
-    done = hive.run(f"script:{script}", f"script:{judge}", "--angle", "a", "--angle", "b", env=keys)
+    # A person pastes a key into the problem and an angle; the answer model repeats another.
+    problem = f"Why does the export fail with key {keys['OPENAI_API_KEY']}?"
+    done = run_hive(hive.args(f"script:{script}", f"script:{judge}", "--angle", f"a {keys['FOO_TOKEN']}",
+                              "--angle", "b", problem=problem), cwd=hive.root, env=keys)
     assert done.returncode == 0, done.stderr
     run_dir = next(hive.runs.iterdir())
 
@@ -79,6 +82,9 @@ def test_api_keys_reach_no_tool_and_no_file_of_the_run(hive: Hive) -> None:
     environment = "".join(bash.split("---\n")[:2])
     assert "PATH=" in environment and not any(name in environment for name in keys)
     assert "[redacted]" in notes(run_dir)[0].text
+    info = load_info(run_dir)
+    assert info.problem == "Why does the export fail with key [redacted]?" and info.bees[0].angle == "a [redacted]"
+    assert "the key you asked about: [redacted]" in (run_dir / "answer.md").read_text()
 
     written = run_files(run_dir)
     assert {p.name for p in written} >= {"run.json", "board.jsonl", "gate.jsonl", "answer.md", "transcript.jsonl",

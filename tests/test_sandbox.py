@@ -21,12 +21,12 @@ from pathlib import Path
 
 import pytest
 
+from hive.secrets import is_secret_name
 from hive.tools.bash import (
     MEMORY_LIMIT,
     PROCESS_LIMIT,
     TMP_SIZE,
     BashTool,
-    is_secret_name,
     limit_notes,
     sandbox_env,
 )

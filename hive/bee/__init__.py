@@ -14,7 +14,8 @@ if TYPE_CHECKING:
     from hive.bee.channel import Channel, MemoryChannel, StdioChannel
     from hive.bee.inbox import Inbox
     from hive.bee.loop import BeeLoop, split_utterances
-    from hive.bee.transcript import Scrubber, Transcript
+    from hive.bee.transcript import Transcript
+    from hive.secrets import Scrubber
 
 _EXPORTS = {
     "BeeLoop": "hive.bee.loop",
@@ -23,7 +24,7 @@ _EXPORTS = {
     "MemoryChannel": "hive.bee.channel",
     "StdioChannel": "hive.bee.channel",
     "Inbox": "hive.bee.inbox",
-    "Scrubber": "hive.bee.transcript",
+    "Scrubber": "hive.secrets",
     "Transcript": "hive.bee.transcript",
 }
 

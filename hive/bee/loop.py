@@ -39,7 +39,7 @@ from hive.bee import prompts
 from hive.bee.channel import Channel, ChannelClosed
 from hive.bee.inbox import Drained, Inbox
 from hive.bee.resume import Resumed
-from hive.bee.transcript import Scrubber, Transcript, truncate
+from hive.bee.transcript import Transcript, truncate
 from hive.errors import HiveError
 from hive.providers.base import Message, Model, ModelResponse, ModelSettings, ToolCall, ToolSpec
 from hive.records import (
@@ -55,6 +55,7 @@ from hive.records import (
     Utterance,
     WrapUp,
 )
+from hive.secrets import Scrubber
 from hive.tools.base import ToolResult
 
 log = logging.getLogger("hive.bee")

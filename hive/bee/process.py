@@ -17,10 +17,11 @@ from hive.bee.channel import Channel, ChannelClosed, StdioChannel
 from hive.bee.loop import BeeLoop
 from hive.bee.prompts import one_line, system_prompt
 from hive.bee.resume import Resumed, resume_conversation
-from hive.bee.transcript import Scrubber, Transcript, secret_values
+from hive.bee.transcript import Transcript
 from hive.errors import HiveError
 from hive.records import BeeBrief, BeeOutcome, Report, TranscriptEntry
 from hive.runs import RunPaths
+from hive.secrets import Scrubber, secret_values
 from hive.store import read_all
 
 log = logging.getLogger("hive.bee")

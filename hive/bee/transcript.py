@@ -1,58 +1,23 @@
 """The bee's transcript: everything it sent to its model and got back, with no secret in it.
 
-Secrets are scrubbed defensively: the value of every environment variable whose name looks like a secret
-(``*_KEY``, ``*_TOKEN``, ``*_SECRET``, ``*_PASSWORD``) is replaced wherever it appears in text, arguments
-or data, because a tool may have read it from a file the bee was allowed to see. The variables themselves
-are never written.
+Secrets are scrubbed defensively (:mod:`hive.secrets`): the value of every environment variable whose name
+looks like a secret (``*_KEY``, ``*_TOKEN``, ``*_SECRET``, ``*_PASSWORD`` …) is replaced wherever it appears
+in text, arguments or data, because a tool may have read it from a file the bee was allowed to see. The
+variables themselves are never written.
 """
 
 from __future__ import annotations
 
-import os
-import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from hive.records import TranscriptEntry
+from hive.secrets import Scrubber
 from hive.store import JsonlWriter
-
-REDACTED = "[redacted]"
-SECRET_NAME = re.compile(r"(_KEY|_TOKEN|_SECRET|_PASSWORD)$|^(API_KEY|TOKEN|SECRET|PASSWORD)$", re.IGNORECASE)
-MIN_SECRET_LENGTH = 6
-"""Shorter values (``1``, ``true``) would redact ordinary words; a real key is never that short."""
 
 RESULT_LIMIT = 20_000
 """Characters of a tool result kept in the transcript; the model saw the whole (already capped) text."""
-
-
-def secret_values(env: Mapping[str, str] | None = None) -> tuple[str, ...]:
-    """Values of the secret-looking variables in ``env`` (default: the process environment), longest first."""
-    env = os.environ if env is None else env
-    values = {v for k, v in env.items() if SECRET_NAME.search(k) and len(v) >= MIN_SECRET_LENGTH}
-    return tuple(sorted(values, key=len, reverse=True))
-
-
-class Scrubber:
-    """Replaces known secret values in strings and in nested JSON-like data."""
-
-    def __init__(self, secrets: Iterable[str]) -> None:
-        self._secrets = tuple(s for s in secrets if s)
-
-    def text(self, value: str) -> str:
-        for secret in self._secrets:
-            if secret in value:
-                value = value.replace(secret, REDACTED)
-        return value
-
-    def data(self, value: Any) -> Any:
-        if isinstance(value, str):
-            return self.text(value)
-        if isinstance(value, Mapping):
-            return {self.text(str(k)): self.data(v) for k, v in value.items()}
-        if isinstance(value, list | tuple):
-            return [self.data(v) for v in value]
-        return value
 
 
 def truncate(text: str, limit: int = RESULT_LIMIT) -> str:

@@ -17,7 +17,7 @@ import socket
 import subprocess
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +59,7 @@ from hive.records import (
 )
 from hive.roles import load_role
 from hive.runs import RunPaths, new_run_id
+from hive.secrets import Scrubber, secret_values
 from hive.store import JsonlWriter, write_json_atomic
 
 TICK = 0.1
@@ -118,7 +119,10 @@ class Coordinator:
 
     def __init__(self, opts: StartOptions, *, view: Any = None, tiers: list[Tier] | None = None,
                  on_created: Callable[[RunPaths], None] | None = None, earlier: EarlierRun | None = None) -> None:
-        self.opts = opts
+        # A key pasted into the problem, or repeated by a model in an angle or the answer, reaches no file.
+        self._scrub = Scrubber(secret_values())
+        self.opts = opts = replace(opts, problem=self._scrub.text(opts.problem),
+                                   angles=tuple(self._scrub.text(a) for a in opts.angles))
         self._given_tiers = tiers
         self.view = view
         self.on_created = on_created
@@ -280,7 +284,7 @@ class Coordinator:
         try:
             model = infer_model(self.opts.model, agent="planner")
             try:
-                return await plan_angles(model, self.opts.problem, n)
+                return [self._scrub.text(a) for a in await plan_angles(model, self.opts.problem, n)]
             finally:
                 await model.aclose()
         except Exception as e:  # planning is best effort: any failure falls back to generic angles
@@ -493,7 +497,7 @@ class Coordinator:
             finally:
                 if model is not None:
                     await model.aclose()
-        text = compose_answer(self.opts.problem, body, reports, state, note)
+        text = self._scrub.text(compose_answer(self.opts.problem, body, reports, state, note))
         tmp = self.paths.answer.with_suffix(".md.tmp")
         tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, self.paths.answer)

@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
 from hive.providers.base import ToolSpec
+from hive.secrets import is_secret_name
 from hive.tools.base import ToolResult
 from hive.tools.cgroup import JOIN_FAILED, Controller, SandboxGroup, find_cgroup_parents
 from hive.tools.common import (
@@ -103,10 +104,6 @@ SANDBOX_MEMORY = 4 << 30
 """Bytes a command's processes may use together, its ``/tmp`` and shared memory included: a memory cgroup's
 limit, so only as root where one is writable (elsewhere the per-process :data:`MEMORY_LIMIT` is the cap)."""
 
-_SECRET_NAME = re.compile(
-    r"(?:^|_)(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIALS?)$|API_?KEY|ACCESS_KEY|PRIVATE_KEY",
-    re.IGNORECASE,
-)
 _LOADER_PREFIXES = ("LD_", "DYLD_", "BASH_FUNC_")
 _STARTUP_VARIABLES = frozenset(
     {
@@ -126,11 +123,6 @@ _STARTUP_VARIABLES = frozenset(
         "GIT_CONFIG_PARAMETERS",
     }
 )
-
-
-def is_secret_name(name: str) -> bool:
-    """Whether a variable's name says it holds a credential (``OPENAI_API_KEY``, ``FOO_TOKEN``)."""
-    return _SECRET_NAME.search(name) is not None
 
 
 def is_unsafe_variable(name: str) -> bool:
