@@ -55,7 +55,8 @@ class Role:
     description: str
     tools: tuple[str, ...]
     model: str | None
-    """A model spec that pins the bee's model (``provider:model``), or None to use the run's."""
+    """A model spec that pins the bee's model (``provider:model``; a ``script:`` path is resolved against the
+    role file's directory), or None to use the run's. It is also the run's model when ``--model`` is not given."""
     max_steps: int | None
     time_limit: float | None
     """Seconds."""
@@ -158,12 +159,23 @@ def parse_role(text: str, path: Path) -> Role:
         name=name,
         description=_text(meta, "description", bad),
         tools=_tools(meta["tools"], bad),
-        model=_text(meta, "model", bad) if meta.get("model") is not None else None,
+        model=_model(meta, path, bad) if meta.get("model") is not None else None,
         max_steps=_positive(meta, "max_steps", int, bad),
         time_limit=_positive(meta, "time_limit", float, bad),
         prompt=prompt,
         path=path,
     )
+
+
+def _model(meta: dict[str, Any], path: Path, bad: _Refusal) -> str:
+    from hive.providers.registry import parse_model_spec, resolve_spec
+
+    spec = _text(meta, "model", bad)
+    try:
+        parse_model_spec(spec)
+    except SpecError as e:
+        raise bad(f"field 'model': {e}") from None
+    return resolve_spec(spec, cwd=path.parent)  # a script: file is found next to the role file
 
 
 def _text(meta: dict[str, Any], field_name: str, bad: _Refusal) -> str:

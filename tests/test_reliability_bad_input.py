@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from hive.cli import main
-from tests.hive_runs import ls, publish_rules, report, turn, write_judge, write_script
+from tests.hive_runs import ls, publish_rules, report, run_hive, turn, write_judge, write_script
 from tests.reliability_runs import ROUTINE_DELIVER, Hive, assert_one_publish_decision_per_utterance, load_info, notes
 
 
@@ -50,6 +50,8 @@ def bad_start_cases(hive: Hive) -> list[tuple[list[str], str]]:
     roles = hive.repo / ".hive" / "roles"
     roles.mkdir(parents=True)
     (roles / "broken.md").write_text(BROKEN_ROLE)
+    shipped = (Path(__file__).resolve().parent.parent / "roles" / "investigator.md").read_text()
+    (roles / "pinned.md").write_text(shipped.replace("name: investigator", "name: pinned\nmodel: script:gone.json", 1))
     (hive.root / "not-json.json").write_text("{ nope")
     (hive.root / "wrong-shape.json").write_text(json.dumps({"bees": {"bee-1": [{"say": 3, "extra": 1}]}}))
     (hive.root / "latin1.json").write_bytes(b'{"answer": "caf\xe9"}')
@@ -64,6 +66,8 @@ def bad_start_cases(hive: Hive) -> list[tuple[list[str], str]]:
         (["p", *ok, "--runs-dir", str(hive.root / "a-file" / "runs")], "is not a directory"),
         (["p", *ok, "--runs-dir", str(hive.root / "runs-\udcff")], "is not valid UTF-8"),
         (["p", *ok, "--role", "broken"], "role file"),
+        (["p", *ok, "--role", "pinned"], "gone.json"),
+        (["p", *ok, "--runs-dir", ""], "--runs-dir is empty"),
         (["p", "--repo", str(hive.repo), "--model", f"script:{hive.root / 'not-json.json'}"], "not valid JSON"),
         (["p", "--repo", str(hive.repo), "--model", f"script:{hive.root / 'wrong-shape.json'}"], "say"),
         (["p", "--repo", str(hive.repo), "--model", f"script:{hive.root / 'latin1.json'}"], "cannot be read"),
@@ -122,6 +126,26 @@ def test_the_bees_resolve_a_role_from_the_repository_like_the_coordinator(hive: 
     info = load_info(run_dir)
     assert [(b.role, b.outcome) for b in info.bees] == [("auditor", "reported"), ("auditor", "reported")]
     assert "the auditor" in (run_dir / "bees" / "bee-1" / "transcript.jsonl").read_text()
+
+
+@pytest.mark.slow
+def test_a_role_that_pins_its_model_needs_no_model_option(hive: Hive) -> None:
+    roles = hive.repo / ".hive" / "roles"
+    roles.mkdir(parents=True)
+    script = write_script(hive.root, {"bee-1": [report()], "bee-2": [report()]})
+    shipped = (Path(__file__).resolve().parent.parent / "roles" / "investigator.md").read_text()
+    # The script's path is relative to the role file: ../../.. climbs from repo/.hive/roles to the root.
+    (roles / "pinned.md").write_text(
+        shipped.replace("name: investigator", "name: pinned\nmodel: script:../../../script.json", 1)
+    )
+    judge = write_judge(hive.root, publish_rules())
+    args = ["start", "p", "--repo", str(hive.repo), "--judge", f"script:{judge}", "--runs-dir", str(hive.runs),
+            "--plain", "--role", "pinned", "--angle", "a", "--angle", "b"]
+    done = run_hive(args, cwd=hive.root, env={"HIVE_MODEL": ""})
+    assert done.returncode == 0, done.stderr
+    info = load_info(next(hive.runs.iterdir()))
+    assert info.model == f"script:{script.resolve()}"
+    assert [(b.model, b.outcome) for b in info.bees] == [(info.model, "reported")] * 2
 
 
 @pytest.mark.slow

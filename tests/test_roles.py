@@ -141,6 +141,12 @@ def test_optional_fields(tmp_path: Path) -> None:
     assert role.prompt == "Body for {bee}."
 
 
+def test_a_pinned_script_model_is_found_next_to_the_role_file(tmp_path: Path) -> None:
+    roles = tmp_path / ".hive" / "roles"
+    write_role(roles, "scripted", extra="model: script:bees.json\n")
+    assert load_role("scripted", cwd=tmp_path).model == f"script:{roles.resolve() / 'bees.json'}"
+
+
 # --------------------------------------------------------------------------- malformed role files
 
 
@@ -162,6 +168,10 @@ def test_optional_fields(tmp_path: Path) -> None:
             "field 'description' must be a non-empty string",
         ),
         ("---\nname: bad\ndescription: d\ntools: read\nmodel: 5\n---\nbody\n", "field 'model' must be a non-empty"),
+        ("---\nname: bad\ndescription: d\ntools: read\nmodel: gemini:x\n---\nbody\n",
+         "field 'model': unknown model provider 'gemini'"),
+        ("---\nname: bad\ndescription: d\ntools: read\nmodel: gpt-4\n---\nbody\n",
+         "field 'model': model spec 'gpt-4' must look like provider:model"),
         (
             "---\nname: bad\ndescription: d\ntools: read\nmax_steps: ten\n---\nbody\n",
             "field 'max_steps' must be a positive integer",

@@ -3,13 +3,25 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Any
 
 import orjson
 import typer
 
+from hive.errors import UsageError
+
+
+def _runs_dir(value: str) -> Path:
+    # An empty value would silently become '.', and scatter run directories wherever hive was started.
+    if not value.strip():
+        raise UsageError("--runs-dir is empty: name a directory, or leave the option out for ./runs")
+    return Path(value)
+
+
 RunsDirOption = typer.Option(
-    None, "--runs-dir", envvar="HIVE_RUNS_DIR", help="Where runs live (default ./runs).", show_default=False
+    None, "--runs-dir", envvar="HIVE_RUNS_DIR", parser=_runs_dir, help="Where runs live (default ./runs).",
+    show_default=False,
 )
 JsonOption = typer.Option(False, "--json", help="Print machine-readable JSON.")
 

@@ -17,7 +17,7 @@ from hive.cli.output import RunsDirOption, print_json
 from hive.errors import UsageError
 
 _NO_MODEL = (
-    "no model: pass --model provider:model (e.g. openai:gpt-4.1-mini) or set HIVE_MODEL; "
+    "no model: pass --model provider:model (e.g. openai:gpt-4.1-mini), set HIVE_MODEL, or pin one in the role; "
     "'hive demo' runs a hive offline with no key"
 )
 _RACE_NEEDS_A_TIER = (
@@ -78,16 +78,18 @@ def start_command(
         check_positive(name, value)
     if max_verifiers < 0 or delivery_cap < 0:
         raise UsageError("--max-verifiers and --delivery-cap must not be negative")
+    investigator = load_role(role, cwd=repo_path)
+    verifier = load_role("verifier", cwd=repo_path)
+    model = model or investigator.model  # a role that pins its model needs no --model
     if not model:
         raise UsageError(_NO_MODEL)
-    check_model_spec(model)
+    for spec in dict.fromkeys(s for s in (model, investigator.model, verifier.model) if s):
+        check_model_spec(spec)  # a missing key or script is refused now, not in a bee minutes later
     model = resolve_spec(model)
     tier_specs = parse_tiers(judge)
     if race and all(spec == "local" for spec in tier_specs):
         typer.echo(_RACE_NEEDS_A_TIER, err=True)
     modes = gate_modes(gate_mode)
-    investigator = load_role(role, cwd=repo_path)
-    load_role("verifier", cwd=repo_path)
     opts = StartOptions(
         problem=text, repo=repo_path, model=model, bees=n, angles=angles, judge=tuple(tier_specs),
         gate_modes=modes, role=role, time_limit=time_limit or investigator.time_limit or 600.0, deadline=deadline,
@@ -124,10 +126,11 @@ def resume_command(
         info = check_resumable(paths)
         opts = resume_options(info, runs_dir_from(runs_dir), deadline)
         check_repo(opts.repo)
-        check_model_spec(opts.model)
-        parse_tiers(",".join(opts.judge))
         load_role(opts.role, cwd=opts.repo)
-        load_role("verifier", cwd=opts.repo)
+        verifier = load_role("verifier", cwd=opts.repo)
+        for spec in dict.fromkeys(s for s in (opts.model, verifier.model, *(b.model for b in info.bees)) if s):
+            check_model_spec(spec)
+        parse_tiers(",".join(opts.judge))
         earlier = load_earlier(paths, info)
         for warning in earlier.warnings:
             typer.echo(f"hive: warning: {warning}", err=True)
