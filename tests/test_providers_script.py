@@ -134,6 +134,8 @@ async def test_every_field_is_optional(tmp_path: Path) -> None:
         ({"bees": {"bee-1": [{"say": "x", "tool": []}]}}, "bees.bee-1[0].tool: unknown field"),
         ({"bees": {"bee-1": [{"say": 3}]}}, "bees.bee-1[0].say: input should be a valid string"),
         ({"bees": {"bee-1": [{"delay": -1}]}}, "bees.bee-1[0].delay: input should be greater than or equal to 0"),
+        ({"bees": {"bee-1": [{"delay": True}]}}, "bees.bee-1[0].delay: input should be a valid number"),
+        ({"bees": {"bee-1": [{"delay": 1e308}]}}, "bees.bee-1[0].delay: input should be less than or equal to 86400"),
         ({"bees": {"bee-1": [{"tools": [{"args": {}}]}]}}, "bees.bee-1[0].tools[0].name: field required"),
         ({"bees": {"bee-1": [{"tools": [{"name": "grep", "args": "x"}]}]}}, "tools[0].args: input should be a valid"),
         ({"bees": {"bee-1": {"say": "x"}}}, "bees.bee-1: input should be a valid list"),

@@ -49,8 +49,8 @@ class ScriptTurn(BaseModel):
 
     say: str = ""
     tools: list[ScriptTool] = Field(default_factory=list)
-    delay: float = Field(default=0.0, ge=0)
-    """Seconds to wait before replying, to make timing visible in demos and tests."""
+    delay: float = Field(default=0.0, ge=0, le=86_400, strict=True)
+    """Seconds to wait before replying, to make timing visible in demos and tests (a number, at most a day)."""
 
 
 class Script(BaseModel):
