@@ -239,6 +239,15 @@ async def test_grep_output_shape_and_ignores(root: RepoRoot, rg_path: str | None
 
 
 @pytest.mark.parametrize("rg_path", BACKENDS)
+async def test_grep_refuses_a_fifo_and_skips_one_in_a_directory(root: RepoRoot, repo: Path, rg_path: str | None) -> None:
+    os.mkfifo(repo / "src" / "pipe")
+    named = await GrepTool(root, rg_path=rg_path, seconds=5).run({"pattern": "batch", "path": "src/pipe"})
+    assert not named.ok and "src/pipe is not a regular file or a directory" in named.text
+    walked = await GrepTool(root, rg_path=rg_path, seconds=5).run({"pattern": "batch_size", "path": "src"})
+    assert walked.ok and "stopped" not in walked.text and "src/pkg/core.py:3" in walked.text
+
+
+@pytest.mark.parametrize("rg_path", BACKENDS)
 async def test_grep_path_glob_and_case(root: RepoRoot, rg_path: str | None) -> None:
     tool = GrepTool(root, rg_path=rg_path)
     in_dir = await tool.run({"pattern": "batch_size", "path": "src/pkg", "glob": "*.py"})

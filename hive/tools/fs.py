@@ -408,7 +408,12 @@ class GrepTool:
             checked = check_args("grep", self.spec.parameters, args)
             pattern: str = checked["pattern"]
             target = self.root.resolve(checked["path"], tool="grep")
-            _stat_or_refuse(target, checked["path"], "grep")
+            mode = _stat_or_refuse(target, checked["path"], "grep").st_mode
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                # A FIFO or device named outright would block the search until its time runs out.
+                shown = self.root.display(target)
+                raise ToolError(f"grep: {shown} is not a regular file or a directory",
+                                activity=f"searched {shown}: not a regular file")
             flags = re.IGNORECASE if checked["ignore_case"] else 0
             try:
                 regex = re.compile(pattern, flags)
