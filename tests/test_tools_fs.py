@@ -239,7 +239,9 @@ async def test_grep_output_shape_and_ignores(root: RepoRoot, rg_path: str | None
 
 
 @pytest.mark.parametrize("rg_path", BACKENDS)
-async def test_grep_refuses_a_fifo_and_skips_one_in_a_directory(root: RepoRoot, repo: Path, rg_path: str | None) -> None:
+async def test_grep_refuses_a_fifo_and_skips_one_in_a_directory(
+    root: RepoRoot, repo: Path, rg_path: str | None
+) -> None:
     os.mkfifo(repo / "src" / "pipe")
     named = await GrepTool(root, rg_path=rg_path, seconds=5).run({"pattern": "batch", "path": "src/pipe"})
     assert not named.ok and "src/pipe is not a regular file or a directory" in named.text
