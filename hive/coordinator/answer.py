@@ -100,7 +100,8 @@ def _note_line(state: BoardState, note: Note, contested: set[str]) -> str:
     to = state.recipients.get(note.id)
     route = f" → {', '.join(to)}" if to else ""
     suffix = f" ({'; '.join(marks)})" if marks else ""
-    return f"- [{note.kind} {note.score:.2f}] {note.bee}{route}{suffix}: {note.text}"
+    # One line per note, whatever the bee wrote: a line break in a note must not make a board item of its own.
+    return f"- [{note.kind} {note.score:.2f}] {note.bee}{route}{suffix}: {' '.join(note.text.split())}"
 
 
 def _quote(text: str, width: int = 400) -> str:
