@@ -106,7 +106,7 @@ async def test_text_and_json_are_shown_as_is(browse: BrowseTool, server: str) ->
 async def test_binary_content_is_described(browse: BrowseTool, server: str) -> None:
     result = await browse.run({"url": f"{server}/image"})
     assert result.ok
-    assert "binary content (image/png, 108 bytes); not shown." in result.text
+    assert result.text.endswith("binary content (image/png, 108 bytes); not shown.\n[end of untrusted web content]")
     assert "PNG" not in result.text.replace("image/png", "")
 
 

@@ -351,7 +351,8 @@ class BrowseTool:
         if text is None:
             size = f"{len(body)}{'+' if not complete else ''} bytes"
             return ToolResult(
-                text=f"{header}\nbinary content ({content_type or 'unknown type'}, {size}); not shown.",
+                text=f"{header}\nbinary content ({content_type or 'unknown type'}, {size}); not shown.\n"
+                "[end of untrusted web content]",
                 ok=status < 400,
                 activity=activity,
             )
