@@ -124,8 +124,25 @@ def duration_seconds(info: RunInfo) -> float | None:
     return max(0.0, (end - start).total_seconds())
 
 
+def holds_run_json(directory: Path) -> bool | None:
+    """Whether ``directory`` holds a ``run.json``; ``None`` when that cannot be told (a directory that cannot
+    be searched, an I/O error), so that callers can name the directory instead of crashing on it."""
+    try:
+        return (directory / "run.json").exists()
+    except OSError:  # exists() answers False only for "no such file"; EACCES and the like are raised
+        return None
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
+
+
 def list_run_dirs(runs_dir: Path) -> list[RunPaths]:
-    """Run directories under ``runs_dir``, oldest first."""
+    """Run directories under ``runs_dir``, oldest first. A directory that cannot be searched is listed too:
+    it may be a run, and reading it will say why it cannot be shown."""
     if not runs_dir.exists():
         return []
     if not runs_dir.is_dir():
@@ -134,14 +151,25 @@ def list_run_dirs(runs_dir: Path) -> list[RunPaths]:
         entries = sorted(runs_dir.iterdir(), key=lambda p: p.name)
     except PermissionError as e:
         raise UsageError(f"cannot read runs directory {str(runs_dir)!r}: permission denied") from e
-    return [RunPaths(p) for p in entries if (p / "run.json").exists()]
+    except OSError as e:
+        raise UsageError(f"cannot read runs directory {str(runs_dir)!r}: {e.strerror}") from e
+    return [RunPaths(p) for p in entries if _is_run_candidate(p)]
+
+
+def _is_run_candidate(path: Path) -> bool:
+    held = holds_run_json(path)
+    return held is True or (held is None and _is_dir(path))
 
 
 def resolve_run(runs_dir: Path, ref: str | None) -> RunPaths:
-    """Find a run by id, unique id prefix, path, or ``latest`` (the default)."""
+    """Find a run by id, unique id prefix, path, or ``latest`` (the default).
+
+    ``latest`` and a prefix skip runs whose ``run.json`` cannot be read, unless no other run fits: then the
+    unreadable one is returned, and reading it gives the one-line reason.
+    """
     ref = (ref or "").strip() or "latest"
     as_path = Path(ref)
-    if (as_path / "run.json").exists():
+    if _is_run_candidate(as_path):
         return RunPaths(as_path)
     if os.sep in ref:  # run ids never contain a separator: this was meant as a path
         raise RunNotFound(f"{ref} is not a run directory (no run.json)")
@@ -149,21 +177,25 @@ def resolve_run(runs_dir: Path, ref: str | None) -> RunPaths:
     if not runs:
         raise RunNotFound(f"no runs in {str(runs_dir)!r}")
     if ref == "latest":
-        return max(runs, key=lambda r: _started_key(r))
+        started = {run: key for run in runs if (key := _started_key(run)) is not None}
+        return max(started, key=lambda r: started[r]) if started else runs[-1]
     exact = [r for r in runs if r.id == ref]
     if exact:
         return exact[0]
     matches = [r for r in runs if r.id.startswith(ref)]
     if not matches:
         raise RunNotFound(f"no run matches {ref!r} in {str(runs_dir)!r}")
-    if len(matches) > 1:
-        shown = ", ".join(r.id for r in matches[:4])
-        raise RunNotFound(f"run {ref!r} is ambiguous: {len(matches)} runs match ({shown})")
-    return matches[0]
+    readable = [r for r in matches if _started_key(r) is not None] if len(matches) > 1 else matches
+    candidates = readable or matches
+    if len(candidates) > 1:
+        shown = ", ".join(r.id for r in candidates[:4])
+        raise RunNotFound(f"run {ref!r} is ambiguous: {len(candidates)} runs match ({shown})")
+    return candidates[0]
 
 
-def _started_key(run: RunPaths) -> str:
+def _started_key(run: RunPaths) -> str | None:
+    """What orders runs by start; ``None`` for a run whose ``run.json`` cannot be read."""
     try:
         return load_run_info(run).started_at + run.id
     except UsageError:
-        return run.id
+        return None

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from denied import assert_denied, hive_denied, locked
 from run_factory import make_run
 
 from hive import __version__
@@ -172,8 +173,9 @@ def test_ls_lists_an_unreadable_run_without_hiding_the_others(
         ("r2", "unreadable"),
         ("r3", "finished"),
     ]
-    assert "not a valid run.json" in rows[0]["problem"]
-    assert "cannot read" in rows[1]["problem"]
+    assert "not a valid run.json" in rows[0]["error"] and rows[0]["problem"] is None
+    assert "cannot read" in rows[1]["error"] and rows[1]["problem"] == "Why is the build slow?"
+    assert "error" not in rows[2]
     assert main(["ls"]) == 0
     assert "unreadable" in capsys.readouterr().out
 
@@ -321,6 +323,31 @@ def test_board_that_cannot_be_read(runs_dir: Path, capsys: pytest.CaptureFixture
     paths.board.mkdir()
     assert main(["show", "r1"]) == 2
     assert "cannot read" in one_error_line(capsys)
+
+
+@pytest.mark.slow
+def test_a_run_directory_that_cannot_be_read_is_listed_and_skipped_never_a_traceback(runs_dir: Path) -> None:
+    make_run(runs_dir, "20261130-030000-aaaa", problem="Why?")
+    denied = make_run(runs_dir, "20261130-040000-bbbb")  # started last: `latest` would be it
+    with locked(denied.dir):
+        assert_denied(denied.dir)
+        done = hive_denied("ls", "--json")
+        assert (done.returncode, done.stderr) == (0, "")
+        rows = orjson.loads(done.stdout)
+        assert [(r["id"], r["status"]) for r in rows] == [
+            ("20261130-030000-aaaa", "finished"), ("20261130-040000-bbbb", "unreadable")]
+        assert rows[1]["error"] == f"cannot read {denied.run_json}: permission denied"
+        assert rows[1]["problem"] is None
+        done = hive_denied("ls")
+        assert done.returncode == 0 and "unreadable" in done.stdout.splitlines()[2]
+        for argv in (["show"], ["show", "latest"], ["show", "20261130"], ["audit", "2026"]):
+            done = hive_denied(*argv)
+            assert (done.returncode, done.stderr) == (0, ""), argv
+            assert done.stdout.startswith("run 20261130-030000-aaaa"), argv
+        for argv in (["show", denied.id], ["show", str(denied.dir)], ["audit", str(denied.dir)]):
+            done = hive_denied(*argv)
+            assert (done.returncode, done.stdout) == (2, ""), argv
+            assert done.stderr == f"hive: error: cannot read {denied.run_json}: permission denied\n", argv
 
 
 @pytest.mark.parametrize(

@@ -132,11 +132,29 @@ def test_latest_is_the_run_started_last_whatever_its_name(tmp_path: Path) -> Non
     assert resolve_run(tmp_path, "   ").id == "b-run"  # blank is not a prefix of everything
 
 
-def test_latest_still_works_when_one_run_json_is_unreadable(tmp_path: Path) -> None:
+def test_latest_skips_a_run_whose_run_json_cannot_be_read(tmp_path: Path) -> None:
     make_run(tmp_path, "20261130-030405-a1b2")
     broken = make_run(tmp_path, "20261130-050000-ffff")
     broken.run_json.write_text("{not json")
-    assert resolve_run(tmp_path, "latest").id == "20261130-050000-ffff"
+    assert resolve_run(tmp_path, "latest").id == "20261130-030405-a1b2"
+
+
+def test_latest_of_only_unreadable_runs_is_the_last_so_reading_it_says_why(tmp_path: Path) -> None:
+    for run_id in ("r1", "r2"):
+        make_run(tmp_path, run_id).run_json.write_text("{not json")
+    assert resolve_run(tmp_path, "latest").id == "r2"
+    with pytest.raises(UsageError, match=r"is not a valid run\.json"):
+        load_run_info(resolve_run(tmp_path, "latest"))
+
+
+def test_a_prefix_skips_an_unreadable_run_when_a_readable_one_matches(tmp_path: Path) -> None:
+    make_run(tmp_path, "20261130-030405-a1b2")
+    make_run(tmp_path, "20261130-050000-ffff").run_json.write_text("{not json")
+    assert resolve_run(tmp_path, "20261130").id == "20261130-030405-a1b2"
+    assert resolve_run(tmp_path, "20261130-05").id == "20261130-050000-ffff"  # the one named: its error shows
+    make_run(tmp_path, "20261130-060000-eeee")
+    with pytest.raises(RunNotFound, match="ambiguous: 2 runs match"):
+        resolve_run(tmp_path, "20261130")
 
 
 def test_a_path_to_a_run_directory_is_accepted_wherever_it_is(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -31,24 +31,17 @@ def ls_command(runs_dir: Path | None = RunsDirOption, as_json: bool = JsonOption
 
     rows: list[dict[str, Any]] = []
     for paths in list_run_dirs(runs_dir_from(runs_dir)):
+        row: dict[str, Any] = {"id": paths.id, "status": "unreadable", "problem": None, "bees": 0,
+                               "duration_s": None, "notes": 0, "started_at": None, "path": str(paths.dir)}
         try:
             info = load_run_info(paths)
-            records = _read_board(paths)
+            row.update(id=info.id, status=effective_status(info), problem=info.problem, bees=len(info.bees),
+                       duration_s=duration_seconds(info), started_at=info.started_at)
+            row["notes"] = sum(isinstance(r, Note) for r in _read_board(paths))
         except UsageError as e:
-            # One broken run must not hide the others.
-            rows.append({"id": paths.id, "status": "unreadable", "problem": str(e), "bees": 0,
-                         "duration_s": None, "notes": 0, "started_at": None, "path": str(paths.dir)})
-            continue
-        rows.append({
-            "id": info.id,
-            "status": effective_status(info),
-            "problem": info.problem,
-            "bees": len(info.bees),
-            "duration_s": duration_seconds(info),
-            "notes": sum(isinstance(r, Note) for r in records),
-            "started_at": info.started_at,
-            "path": str(paths.dir),
-        })
+            # One broken run must not hide the others: it is listed with what could be read, and why not more.
+            row.update(status="unreadable", error=str(e))
+        rows.append(row)
     if as_json:
         print_json(rows)
         return
@@ -59,7 +52,7 @@ def ls_command(runs_dir: Path | None = RunsDirOption, as_json: bool = JsonOption
     for row in rows:
         typer.echo(
             f"{row['id']:<22} {row['status']:<12} {row['bees']:>4} {human_duration(row['duration_s']):>7} "
-            f"{row['notes']:>5}  {clip(row['problem'], 60)}"
+            f"{row['notes']:>5}  {row['error'] if 'error' in row else clip(row['problem'], 60)}"
         )
 
 

@@ -36,7 +36,7 @@ from hive.records import (
     Resolution,
     Verifier,
 )
-from hive.runs import RunPaths, effective_status, load_run_info, resolve_run
+from hive.runs import RunPaths, effective_status, holds_run_json, load_run_info, resolve_run
 from hive.store import JsonlReader
 
 TailItem = BoardRecord | GateDecision
@@ -209,7 +209,7 @@ def tail_target(runs_dir: Path, ref: str | None) -> RunPaths:
     or holding only a run's own files), so that tail can start before the coordinator has written."""
     if ref:
         candidate = Path(ref)
-        if candidate.is_dir() and not (candidate / "run.json").exists():
+        if candidate.is_dir() and holds_run_json(candidate) is False:
             try:  # hidden names: run.json being written atomically, through a temporary sibling
                 entries = {p.name for p in candidate.iterdir() if not p.name.startswith(".")}
             except OSError as e:
