@@ -302,6 +302,28 @@ def test_dispute_is_resolved_by_a_verifier(hive: Hive) -> None:
     assert "Corrected, no longer standing" in answer
 
 
+def test_a_verifier_started_after_every_investigator_ended_is_still_supervised(hive: Hive) -> None:
+    """Both investigators report before the dispute is due, so the verifier starts alone; the deadline must
+    still wrap it up rather than let it run on unwatched."""
+    _, judge = dispute_script(hive)  # its judge rules; the script is replaced below
+    script = write_script(hive.root, {
+        "bee-1": [turn("FOUND: the rows are lost in app/export.py batching of the final partial batch.", ls()),
+                  report()],
+        "bee-2": [turn("FOUND: the rows are lost in the app/config.py timezone cutoff, not in the batching.",
+                       ls(), 0.4), report()],
+        "verify-1": [turn("Reading both places slowly before I say anything at all about the dispute.", ls(), 60.0),
+                     report()],
+    })
+    done = hive.run(script, f"script:{judge}", "--angle", "batching", "--angle", "config", "--deadline", "6",
+                    "--grace", "4")
+    assert done.returncode == 0, done.stderr
+    info = load_info(only_run(hive.runs))
+    assert [b.id for b in info.bees] == ["bee-1", "bee-2", "verify-1"]
+    assert info.exit_reason == "the run's deadline passed", info.exit_reason
+    # It was asked to wrap up in the middle of its minute-long model call, and handed in what it had.
+    assert "Time is up" in transcript_text(only_run(hive.runs), "verify-1")
+
+
 def test_unresolved_dispute_is_reported_with_both_sides(hive: Hive) -> None:
     script, judge = dispute_script(hive)
     done = hive.run(script, f"script:{judge}", "--angle", "batching", "--angle", "config", "--max-verifiers", "0")

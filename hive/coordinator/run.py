@@ -415,9 +415,10 @@ class Coordinator:
                     self._kill(bee, f"killed after the grace period ({self.stopping})")
             if self.stopping is None:
                 await self._spawn_verifiers()
-            # Done when no bee runs and no bee's utterances are still in the pipeline (a late note may
-            # still open a dispute that deserves a verifier).
-            if not live and self._active == 0 and self._settled():
+            # Done when no bee runs (a verifier may have started just now, after every investigator ended) and
+            # no bee's utterances are still in the pipeline (a late note may still open a dispute).
+            running = any(b.outcome is None for b in self.bees.values())
+            if not running and self._active == 0 and self._settled():
                 return
 
     def _stop_reason(self) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from hive.board import BoardState, fold
-from hive.errors import UsageError
+from hive.errors import StoreError, UsageError
 from hive.observe.labels import Label, LabelReport, label_report, load_labels
 from hive.observe.reading import (
     NEUTRAL_TIERS,
@@ -531,14 +531,19 @@ def audit_run(
 ) -> AuditReport:
     """Read a run directory (finished, interrupted or crashed) and compute its audit."""
     info = load_run_info(paths)
-    board, warnings = _read_records(JsonlReader(paths.board, BOARD_ADAPTER))
-    decisions, gate_warnings = _read_records(JsonlReader(paths.gate, GateDecision))
+    try:
+        board, warnings = _read_records(JsonlReader(paths.board, BOARD_ADAPTER))
+        decisions, gate_warnings = _read_records(JsonlReader(paths.gate, GateDecision))
+    except StoreError as e:  # the board or the gate log is the audit's input: without it there is no audit
+        raise UsageError(str(e)) from e
     warnings += gate_warnings
     usage: dict[str, BeeUsage] = {}
-    bees_dir = paths.dir / "bees"
-    bee_ids = sorted(p.name for p in bees_dir.iterdir() if p.is_dir()) if bees_dir.is_dir() else []
-    for bee_id in bee_ids:
-        entries, transcript_warnings = _read_records(JsonlReader(paths.transcript(bee_id), TranscriptEntry))
+    for bee_id in _bee_dirs(paths, warnings):
+        try:
+            entries, transcript_warnings = _read_records(JsonlReader(paths.transcript(bee_id), TranscriptEntry))
+        except StoreError as e:  # one transcript only adds a bee's tokens: the rest of the audit stands
+            _warn(warnings, f"{e}; {bee_id}'s tokens and cost are left out")
+            continue
         warnings += transcript_warnings
         used = usage_from_transcript(entries)
         if used is not None:
@@ -549,6 +554,23 @@ def audit_run(
         warnings += label_warnings
     return compute_audit(info, board, decisions, usage, status=effective_status(info), gate=gate, bee=bee,
                          near=near, labels=label_rows, warnings=warnings)
+
+
+def _bee_dirs(paths: RunPaths, warnings: list[str]) -> list[str]:
+    """The bees that left a directory under ``bees/``; one that cannot be listed is a warning."""
+    bees_dir = paths.dir / "bees"
+    try:
+        return sorted(p.name for p in bees_dir.iterdir() if p.is_dir())
+    except FileNotFoundError:
+        return []
+    except OSError as e:
+        _warn(warnings, f"cannot read {bees_dir}: {e.strerror}; the bees' tokens and cost are left out")
+        return []
+
+
+def _warn(warnings: list[str], message: str) -> None:
+    warnings.append(message)
+    log.warning(message)
 
 
 def label_template(near: Sequence[NearDecision]) -> list[dict[str, Any]]:

@@ -23,7 +23,7 @@ from typing import TextIO
 import orjson
 
 from hive.board import BoardState
-from hive.errors import RunNotFound, UsageError
+from hive.errors import RunNotFound, StoreError, UsageError
 from hive.observe.reading import clock, direct_bees, printable, referenced_notes
 from hive.records import (
     BOARD_ADAPTER,
@@ -247,8 +247,11 @@ class _Source:
         self.gate = JsonlReader(paths.gate, GateDecision) if gates else None
 
     def read_new(self) -> list[TailItem]:
-        board = self.board.read_new()
-        decisions = self.gate.read_new() if self.gate is not None else []
+        try:
+            board = self.board.read_new()
+            decisions = self.gate.read_new() if self.gate is not None else []
+        except StoreError as e:  # a board that is a directory, or unreadable: bad input, as for `hive show`
+            raise UsageError(str(e)) from e
         return merge_in_time(board, decisions)
 
 
