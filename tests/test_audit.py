@@ -237,6 +237,33 @@ def test_corrupt_middle_lines_are_skipped_with_their_line_numbers(
     assert "2 warning(s) while reading" in captured.out
 
 
+@pytest.mark.parametrize("name", ["board.jsonl", "gate.jsonl"])
+def test_a_board_or_gate_log_that_cannot_be_read_is_bad_input(
+    runs: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    paths = write_run(runs)
+    (paths.dir / name).unlink()
+    (paths.dir / name).mkdir()  # unreadable even to root
+    assert main(["audit", RUN_ID]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == f"hive: error: cannot read {paths.dir / name}: Is a directory\n"
+
+
+def test_a_transcript_that_cannot_be_read_is_a_warning_and_the_audit_stands(
+    runs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    paths = write_run(runs)
+    paths.transcript("bee-2").unlink()
+    paths.transcript("bee-2").mkdir()
+    report, err = audit_json(capsys, RUN_ID)
+    assert err == (f"hive: warning: cannot read {paths.transcript('bee-2')}: Is a directory; "
+                   "bee-2's tokens and cost are left out\n")
+    assert report["warnings"] == [err.removeprefix("hive: warning: ").strip()]
+    assert report["funnel"]["utterances"] == 8
+    assert [(b["id"], b["tokens"]) for b in report["bees"]][:2] == [("bee-1", 1200), ("bee-2", None)]
+
+
 def test_a_crashed_run_reads_as_interrupted(runs: Path, capsys: pytest.CaptureFixture[str]) -> None:
     gone = subprocess.run(
         [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True

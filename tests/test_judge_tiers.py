@@ -41,6 +41,10 @@ def test_tier_specs_are_checked() -> None:
         "script:r.json",
     ]
     assert parse_tiers("llm:ollama:qwen2.5:7b") == ["llm:ollama:qwen2.5:7b"]
+    # A bare URL is the http tier, as people write it (and as the coordinator's docs do).
+    assert parse_tiers("local,http://127.0.0.1:9/x,https://judge.example/v1") == [
+        "local", "http:http://127.0.0.1:9/x", "http:https://judge.example/v1"
+    ]
 
 
 @pytest.mark.parametrize(
@@ -56,6 +60,8 @@ def test_tier_specs_are_checked() -> None:
         "http:",
         "script:",
         "local,local",
+        "http://127.0.0.1:9/x,http:http://127.0.0.1:9/x",
+        "http://",
     ],
 )
 def test_bad_tier_specs_raise_one_line(text: str) -> None:

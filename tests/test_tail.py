@@ -114,6 +114,24 @@ def test_bad_input_is_one_line_and_exit_2(runs: Path, capsys: pytest.CaptureFixt
     assert message in err and err.count("\n") == 1
 
 
+@pytest.mark.parametrize(("name", "args"), [
+    ("board.jsonl", ["--no-follow"]),
+    ("board.jsonl", ["--no-follow", "--json"]),
+    ("gate.jsonl", ["--no-follow", "--gates"]),
+    ("board.jsonl", []),  # a finished run: not followed either
+])
+def test_a_board_or_gate_log_that_cannot_be_read_is_bad_input(
+    runs: Path, capsys: pytest.CaptureFixture[str], name: str, args: list[str]
+) -> None:
+    paths = write_run(runs)
+    (paths.dir / name).unlink()
+    (paths.dir / name).mkdir()  # unreadable even to root
+    assert main(["tail", RUN_ID, *args]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == f"hive: error: cannot read {paths.dir / name}: Is a directory\n"
+
+
 def test_a_directory_that_is_not_a_run_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "something-else").mkdir()
     (tmp_path / "something-else" / "notes.txt").write_text("hello")

@@ -7,7 +7,7 @@ A ``--judge`` value is a comma-separated cascade, cheapest first:
 - ``llm:<provider>:<model>``: a chat model through :func:`hive.providers.registry.infer_model`
   (e.g. ``llm:openai:gpt-4.1-mini``), 30 s;
 - ``http:<url>``: a classifier endpoint taking ``{state, questions}`` (e.g.
-  ``http:http://127.0.0.1:8700/evaluate``), 8 s;
+  ``http:http://127.0.0.1:8700/evaluate``, or the bare URL ``http://127.0.0.1:8700/evaluate``), 8 s;
 - ``script:<file>``: deterministic JSON rules, for tests and demos, 1 s.
 """
 
@@ -21,6 +21,11 @@ from hive.judge.base import Tier
 
 DEFAULT_TIMEOUTS: dict[str, float] = {"http": 8.0, "llm": 30.0, "script": 1.0}
 _EXAMPLE = "e.g. local,llm:openai:gpt-4.1-mini or http:http://127.0.0.1:8700/evaluate or script:rules.json"
+
+
+def canonical(spec: str) -> str:
+    """``spec`` as the cascade records it: a bare ``http://`` or ``https://`` URL is the ``http:`` tier."""
+    return f"http:{spec}" if spec.startswith(("http://", "https://")) else spec
 
 
 def _check(spec: str) -> None:
@@ -52,7 +57,7 @@ def _check(spec: str) -> None:
 
 def parse_tiers(text: str) -> list[str]:
     """Split and check a ``--judge`` value; raise :class:`SpecError` (one line) on bad syntax."""
-    specs = [part.strip() for part in text.split(",")]
+    specs = [canonical(part.strip()) for part in text.split(",")]
     if not text.strip() or any(not spec for spec in specs):
         raise SpecError(f"judge {text!r} has an empty tier; {_EXAMPLE}")
     for spec in specs:
@@ -65,6 +70,7 @@ def parse_tiers(text: str) -> list[str]:
 
 def build_tier(spec: str) -> Tier:
     """Construct one tier from a checked spec. Heavy imports (the local model, providers) happen here."""
+    spec = canonical(spec)
     _check(spec)
     kind, _, rest = spec.partition(":")
     if kind == "local":
