@@ -264,6 +264,18 @@ def test_show_skips_a_corrupt_board_line_with_one_warning_naming_it(
         assert "board.jsonl: line 3: skipped a corrupt line" in warnings[0]
 
 
+# --------------------------------------------------------------------------- schema
+
+
+@pytest.mark.parametrize("name", [[], ["board.jsonl"]])
+def test_schema_takes_json_like_every_reporting_command(name: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["schema", *name]) == 0
+    plain = capsys.readouterr().out
+    assert main(["schema", *name, "--json"]) == 0
+    assert capsys.readouterr().out == plain
+    assert orjson.loads(plain)
+
+
 # --------------------------------------------------------------------------- bad input: one line, exit 2
 
 

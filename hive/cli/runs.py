@@ -115,8 +115,10 @@ def _read_board(paths: RunPaths) -> list[BoardRecord]:
 @app.command("schema")
 def schema_command(
     name: str | None = typer.Argument(None, help="A file or channel, e.g. board.jsonl. Default: all."),
+    as_json: bool = typer.Option(False, "--json", help="The same output: schemas are JSON already."),
 ) -> None:
     """Print the JSON Schema of each record type."""
+    del as_json  # accepted so that every reporting command takes --json
     from hive.records import SCHEMAS, json_schema
 
     if name is None:
