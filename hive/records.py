@@ -18,7 +18,7 @@ Records are never rewritten: a state change is a new line. Unknown extra fields 
 from __future__ import annotations
 
 import datetime as _dt
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -250,6 +250,9 @@ class GateDecision(Record):
     outcome ``duplicate`` and source ``rule``; over-cap deliveries are ``deliver`` decisions with
     outcome ``capped``.
     """
+
+    always_written: ClassVar[frozenset[str]] = frozenset({"reason", "version", "mode", "verdict", "state_digest"})
+    """Written as ``null`` when they do not apply, so that every row has the ledger's full set of fields."""
 
     id: str
     gate: str

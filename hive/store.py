@@ -33,8 +33,13 @@ T = TypeVar("T")
 
 
 def dumps(record: BaseModel) -> bytes:
-    """One record as one JSON line (with the trailing newline). ``None`` fields are left out."""
-    return orjson.dumps(record.model_dump(mode="json", exclude_none=True)) + b"\n"
+    """One record as one JSON line (with the trailing newline). ``None`` fields are left out, except those the
+    record's class names in ``always_written`` (a ledger row carries its ``reason`` even when it is null)."""
+    keep: frozenset[str] = getattr(type(record), "always_written", frozenset())
+    if not keep:
+        return orjson.dumps(record.model_dump(mode="json", exclude_none=True)) + b"\n"
+    full = record.model_dump(mode="json")
+    return orjson.dumps({k: v for k, v in full.items() if v is not None or k in keep}) + b"\n"
 
 
 class JsonlWriter:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from pathlib import Path
@@ -361,3 +362,13 @@ def test_parsed_timestamps_are_always_aware_and_comparable(at: str) -> None:
     parsed = parse_iso(at)
     assert parsed.tzinfo is not None
     assert parsed == parse_iso(AT)
+
+
+def test_every_ledger_row_carries_the_ledger_fields_even_when_null() -> None:
+    row = GateDecision(id="g-000001", gate="correct", outcome="deliver", source="rule", note="n-0002", to="bee-1")
+    written = json.loads(dumps(row))
+    for key in ("reason", "version", "mode", "verdict", "state_digest", "answers", "tiers", "latency_ms", "tokens"):
+        assert key in written, key
+    assert written["reason"] is None and written["answers"] == {}
+    assert "later" not in written and "text" not in written  # other null fields stay out
+    assert GateDecision.model_validate(written) == row
