@@ -489,7 +489,7 @@ def test_resume_refuses_a_running_or_finished_run_in_one_line(hive: Hive) -> Non
     missing = run_hive(["resume", "nope", "--runs-dir", str(hive.runs)], cwd=hive.root)
     assert missing.returncode != 0 and "no run matches 'nope'" in missing.stderr
     negative = run_hive(["resume", "--deadline", "0", "--runs-dir", str(hive.runs)], cwd=hive.root)
-    assert negative.returncode == 2 and "--deadline must be positive" in negative.stderr
+    assert negative.returncode == 2 and "--deadline must be a positive number" in negative.stderr
 
 
 def interrupted_slow_hive(hive: Hive) -> tuple[Path, str]:

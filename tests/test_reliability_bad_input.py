@@ -79,7 +79,12 @@ def bad_start_cases(hive: Hive) -> list[tuple[list[str], str]]:
         (["why do \udcff\udcfe rows vanish?", *ok], "the problem is not valid UTF-8"),
         (["p", *ok, "--angle", "batching \udcff", "--angle", "config"], "--angle is not valid UTF-8"),
         (["p", *ok[2:], "--repo", str(odd_repo)], "repository path is not valid UTF-8"),
-        (["p", *ok, "--stall-timeout", "0"], "--stall-timeout must be positive"),
+        (["p", *ok, "--stall-timeout", "0"], "--stall-timeout must be a positive number"),
+        (["p", *ok, "--time-limit", "nan"], "--time-limit must be a positive number, not nan"),
+        (["p", *ok, "--dispute-timeout", "inf"], "--dispute-timeout must be a positive number, not inf"),
+        (["p", *ok, "--deadline", "nan"], "--deadline must be a positive number"),
+        (["p", *ok, "--grace", "-inf"], "--grace must be a positive number"),
+        (["p", *ok, "--max-steps", "0"], "--max-steps must be a positive number, not 0"),
         (["p" * 20_001, *ok], "characters; keep it under"),
     ]
 

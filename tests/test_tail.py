@@ -19,9 +19,10 @@ from observe_runs import RUN_ID, board_records, write_run
 
 from hive.board import BoardState
 from hive.cli import main
+from hive.errors import UsageError
 from hive.observe.reading import printable
-from hive.observe.tail import TailFilter, TailPrinter, merge_in_time, tail_target
-from hive.records import Delivery, GateDecision, Note
+from hive.observe.tail import TailFilter, TailPrinter, check_bees, merge_in_time, tail_target
+from hive.records import BeeInfo, Delivery, GateDecision, Note, RunInfo
 
 TIMEOUT = 30.0
 """Generous bounds for slow machines: a test that passes never waits this long."""
@@ -130,6 +131,32 @@ def test_a_board_or_gate_log_that_cannot_be_read_is_bad_input(
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err == f"hive: error: cannot read {paths.dir / name}: Is a directory\n"
+
+
+def test_a_bee_the_run_does_not_have_is_refused_like_audit_does(
+    runs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_run(runs)
+    for argv in (["tail", RUN_ID, "--bee", "bee-9", "--no-follow"], ["tail", RUN_ID, "--bee", "bee-9"],
+                 ["audit", RUN_ID, "--bee", "bee-9"]):
+        assert main(argv) == 2
+        captured = capsys.readouterr()
+        assert captured.out == ""
+        assert captured.err.startswith(f"hive: error: no bee 'bee-9' in run {RUN_ID} (bees: bee-1, bee-2, ")
+        assert captured.err.count("\n") == 1
+
+
+def test_a_bee_filter_accepts_what_may_yet_come() -> None:
+    planning = RunInfo(id="r", problem="p", repo=".")
+    check_bees(planning, {"bee-9"}, [], running=True)  # no bee listed yet: anything goes
+    running = planning.model_copy(update={"bees": [BeeInfo(id="bee-1", angle="a")]})
+    check_bees(running, {"bee-1"}, [], running=False)
+    check_bees(running, {"verify-3"}, [], running=True)  # a verifier may still be spawned
+    check_bees(running, {"bee-2"}, ["bee-2"], running=False)  # on the board, whatever run.json says
+    with pytest.raises(UsageError, match="no bee 'verify-3' in run r"):
+        check_bees(running, {"verify-3"}, [], running=False)
+    with pytest.raises(UsageError, match=r"no bee 'bee-2' in run r \(bees: bee-1\)"):
+        check_bees(running, {"bee-2"}, [], running=True)
 
 
 def test_a_directory_that_is_not_a_run_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

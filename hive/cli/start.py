@@ -74,7 +74,8 @@ def start_command(
     repo_path = check_repo(repo)
     runs = check_runs(runs_dir_from(runs_dir))
     for name, value in (("--time-limit", time_limit), ("--deadline", deadline), ("--grace", grace),
-                        ("--dispute-timeout", dispute_timeout), ("--stall-timeout", stall_timeout)):
+                        ("--dispute-timeout", dispute_timeout), ("--stall-timeout", stall_timeout),
+                        ("--max-steps", max_steps)):
         check_positive(name, value)
     if max_verifiers < 0 or delivery_cap < 0:
         raise UsageError("--max-verifiers and --delivery-cap must not be negative")
@@ -252,9 +253,10 @@ def demo_command(
     quiet: bool = typer.Option(False, "--quiet", help="Print only the answer."),
 ) -> int:
     """Run a complete hive offline on the shipped example: real processes and tools, scripted bees."""
-    from hive.coordinator.options import StartOptions, check_runs_dir
+    from hive.coordinator.options import StartOptions, check_positive, check_runs_dir
     from hive.runs import runs_dir_from
 
+    check_positive("--dispute-timeout", dispute_timeout)
     example = examples_dir() / "nightly-export"
     script, judge_rules = example / "hive-script.json", example / "hive-judge.json"
     runs = check_runs_dir(runs_dir_from(runs_dir))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import tempfile
 from dataclasses import dataclass, field
@@ -103,5 +104,6 @@ def check_runs_dir(runs_dir: Path) -> Path:
 
 
 def check_positive(name: str, value: float | None) -> None:
-    if value is not None and value <= 0:
-        raise UsageError(f"{name} must be positive, not {value}")
+    """A number of seconds or steps must be a finite number above zero (``nan`` and ``inf`` parse as floats)."""
+    if value is not None and not (0 < value < math.inf):
+        raise UsageError(f"{name} must be a positive number, not {value}")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import heapq
+import re
 from collections.abc import Iterable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ from hive.records import (
     Note,
     Relation,
     Resolution,
+    RunInfo,
     Verifier,
 )
 from hive.runs import RunPaths, effective_status, holds_run_json, load_run_info, resolve_run
@@ -48,6 +50,7 @@ WATCH_STEP_MS = 10
 LIVENESS_CHECK_MS = 500
 """Wake-up interval without file events, to notice a coordinator that died without updating run.json."""
 _WATCHED = frozenset({"board.jsonl", "gate.jsonl", "run.json"})
+_VERIFIER_ID = re.compile(r"verify-\d+")
 
 
 # --------------------------------------------------------------------------- pure: filtering and lines
@@ -76,6 +79,18 @@ class TailFilter:
 
     def _passes(self, note: Note) -> bool:
         return (not self.bees or note.bee in self.bees) and (not self.kinds or note.kind in self.kinds)
+
+
+def check_bees(info: RunInfo, wanted: Iterable[str], on_board: Iterable[str], *, running: bool) -> None:
+    """Refuse a ``--bee`` the run does not have, as ``hive audit`` does. A run still being planned lists no
+    bee yet, and a running one may still spawn verifiers: what may yet come is accepted."""
+    if not info.bees:
+        return
+    listed = [b.id for b in info.bees]
+    known = listed + sorted(set(on_board) - set(listed))
+    for bee in sorted(wanted):
+        if bee not in known and not (running and _VERIFIER_ID.fullmatch(bee)):
+            raise UsageError(f"no bee {bee!r} in run {info.id} (bees: {', '.join(known)})")
 
 
 def merge_in_time(board: Sequence[BoardRecord], decisions: Sequence[GateDecision]) -> list[TailItem]:
@@ -229,6 +244,13 @@ def run_is_live(paths: RunPaths) -> bool:
     return effective_status(info) == "running"
 
 
+def _info_if_written(paths: RunPaths) -> RunInfo | None:
+    try:
+        return load_run_info(paths)
+    except UsageError:
+        return None
+
+
 def end_line(paths: RunPaths) -> str:
     """How the run ended, for the last line of a followed tail."""
     try:
@@ -272,7 +294,12 @@ async def tail_run(
             out.write("".join(line + "\n" for line in lines))
             out.flush()
 
-    emit(printer.backlog(await asyncio.to_thread(source.read_new)))
+    info = await asyncio.to_thread(_info_if_written, paths)
+    backlog = await asyncio.to_thread(source.read_new)
+    if info is not None:
+        authors = (r.bee for r in backlog if isinstance(r, Note))
+        check_bees(info, printer.filter.bees, authors, running=effective_status(info) == "running")
+    emit(printer.backlog(backlog))
     live = await asyncio.to_thread(run_is_live, paths)
     if not live or follow is False:  # a run that has ended has nothing more to follow
         return
