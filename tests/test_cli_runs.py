@@ -383,6 +383,20 @@ def test_debug_adds_the_traceback(runs_dir: Path, capsys: pytest.CaptureFixture[
     assert err.splitlines()[-1].startswith("hive: error: no runs in")
 
 
+@pytest.mark.parametrize("argv", [["show", "nothing", "--debug"], ["show", "--debug", "nothing"],
+                                  ["audit", "nothing", "--debug"], ["tail", "--debug", "nothing"]])
+def test_debug_is_taken_anywhere_on_the_command_line(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "RunNotFound" in err
+    assert err.splitlines()[-1].startswith("hive: error: no runs in")
+
+
+def test_debug_after_a_double_dash_is_an_argument(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["show", "--", "--debug"]) == 2
+    assert "no runs in" in one_error_line(capsys)
+
+
 def test_reading_commands_change_nothing_on_disk(runs_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     make_run(runs_dir, "r1", board=BOARD, answer="The key.")
     damaged = make_run(runs_dir, "r2", board=BOARD[:1])

@@ -48,9 +48,9 @@ def _global(
     version: bool = typer.Option(
         False, "--version", callback=_version, is_eager=True, help="Print the version."
     ),
-    debug: bool = typer.Option(False, "--debug", help="Show tracebacks on errors."),
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks on errors (anywhere on the command line)."),
 ) -> None:
-    _state["debug"] = debug
+    _state["debug"] = _state["debug"] or debug
 
 
 class _WarningsToStderr(logging.Handler):
@@ -62,6 +62,13 @@ def _one_line(message: str) -> str:
     return " ".join(message.split()) or "unknown error"
 
 
+def _without_debug(args: list[str]) -> tuple[list[str], bool]:
+    """``--debug`` is taken from anywhere before a ``--``, so that no subcommand has to declare it."""
+    end = args.index("--") if "--" in args else len(args)
+    kept = [a for a in args[:end] if a != "--debug"] + args[end:]
+    return kept, len(kept) < len(args)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI on ``argv`` and return the exit code (0 ok, 1 run failed, 2 usage, 130 interrupted)."""
     for name in _COMMAND_MODULES:
@@ -71,8 +78,7 @@ def main(argv: list[str] | None = None) -> int:
         logger.addHandler(_WarningsToStderr())
     logger.propagate = False
     command = typer.main.get_command(app)
-    args = sys.argv[1:] if argv is None else argv
-    _state["debug"] = "--debug" in args
+    args, _state["debug"] = _without_debug(sys.argv[1:] if argv is None else argv)
     if not args:  # bare `hive`: the help on stdout, and the exit code of a usage error
         with contextlib.suppress(typer.Exit):
             command.main(args=["--help"], prog_name="hive", standalone_mode=False)
