@@ -356,10 +356,14 @@ def test_a_run_directory_that_cannot_be_read_is_listed_and_skipped_never_a_trace
             done = hive_denied(*argv)
             assert (done.returncode, done.stderr) == (0, ""), argv
             assert done.stdout.startswith("run 20261130-030000-aaaa"), argv
-        for argv in (["show", denied.id], ["show", str(denied.dir)], ["audit", str(denied.dir)]):
+        for argv in (["show", denied.id], ["show", str(denied.dir)], ["audit", str(denied.dir)],
+                     ["tail", "--no-follow", str(denied.dir)]):
             done = hive_denied(*argv)
             assert (done.returncode, done.stdout) == (2, ""), argv
             assert done.stderr == f"hive: error: cannot read {denied.run_json}: permission denied\n", argv
+        done = hive_denied("tail", denied.id)  # following: the board is what cannot be read
+        assert (done.returncode, done.stdout) == (2, "")
+        assert done.stderr == f"hive: error: cannot read {denied.board}: Permission denied\n"
 
 
 @pytest.mark.parametrize(

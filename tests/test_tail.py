@@ -159,6 +159,25 @@ def test_a_bee_filter_accepts_what_may_yet_come() -> None:
         check_bees(running, {"bee-2"}, [], running=True)
 
 
+@pytest.mark.parametrize(("damage", "message"), [("corrupt", "is not a valid run.json"), ("dir", "cannot read")])
+def test_no_follow_of_a_run_whose_run_json_cannot_be_read_is_bad_input_like_show(
+    runs: Path, capsys: pytest.CaptureFixture[str], damage: str, message: str
+) -> None:
+    paths = write_run(runs)
+    paths.run_json.unlink()
+    if damage == "dir":
+        paths.run_json.mkdir()
+    else:
+        paths.run_json.write_text("{torn")
+    for command in (["tail", RUN_ID, "--no-follow"], ["show", RUN_ID]):
+        assert main(command) == 2
+        captured = capsys.readouterr()
+        assert captured.out == ""
+        assert captured.err.startswith("hive: error: ")
+        assert message in captured.err and str(paths.run_json) in captured.err
+        assert captured.err.count("\n") == 1
+
+
 def test_a_directory_that_is_not_a_run_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "something-else").mkdir()
     (tmp_path / "something-else" / "notes.txt").write_text("hello")
@@ -380,6 +399,28 @@ def test_follow_ends_when_the_coordinator_dies_without_a_word(tmp_path: Path) ->
         code, _ = follower.finish()
         assert code == 0
         assert follower.expect("-- run 20261130-030000-dead interrupted")
+    finally:
+        writer.close()
+        follower.kill()
+
+
+@pytest.mark.slow
+def test_follow_a_run_whose_run_json_cannot_be_read_warns_once_and_goes_on(tmp_path: Path) -> None:
+    run_dir = tmp_path / "20261130-030000-torn"
+    run_dir.mkdir()
+    (run_dir / "run.json").write_text("{torn")
+    writer = Writer(run_dir)
+    follower = Tail(str(run_dir))
+    try:
+        follower.wait_watching()
+        writer.append("board.jsonl", note_line("n-1", "bee-1", "FOUND: still shown"))
+        follower.expect("n-1")  # run.json was read at the start and again at this wake-up
+        writer.do(op="run", status="finished")  # a readable run.json again: its end is seen
+        code, err = follower.finish()
+        assert code == 0
+        assert follower.expect("-- run 20261130-030000-torn finished")
+        assert err == (f"hive: warning: {run_dir / 'run.json'} is not a valid run.json: when the run ends "
+                       "cannot be told, so tail follows until Ctrl-C\n")
     finally:
         writer.close()
         follower.kill()

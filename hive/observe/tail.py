@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import heapq
+import logging
 import re
 from collections.abc import Iterable, Sequence
 from contextlib import aclosing
@@ -40,6 +41,8 @@ from hive.records import (
 )
 from hive.runs import RunPaths, effective_status, holds_run_json, load_run_info, resolve_run
 from hive.store import JsonlReader
+
+log = logging.getLogger("hive.observe")
 
 TailItem = BoardRecord | GateDecision
 
@@ -235,20 +238,36 @@ def tail_target(runs_dir: Path, ref: str | None) -> RunPaths:
     return resolve_run(runs_dir, ref)
 
 
-def run_is_live(paths: RunPaths) -> bool:
-    """True until run.json says the run ended, or names a coordinator that is gone. No run.json yet: live."""
-    try:
-        info = load_run_info(paths)
-    except UsageError:  # not written yet (run.json appears atomically, so never half-written)
-        return True
-    return effective_status(info) == "running"
+class RunWatch:
+    """``run.json`` as tail reads it: whether the run is still live, and what is wrong with the file if it
+    cannot be read. No ``run.json`` yet is a run being started: live. One that cannot be read (corrupt, a
+    directory, no permission) cannot tell when the run ends: it is warned about once, and the run is taken
+    as live, so that a follower keeps going (until Ctrl-C) instead of stopping on a guess."""
 
+    def __init__(self, paths: RunPaths) -> None:
+        self.paths = paths
+        self.warned = False
 
-def _info_if_written(paths: RunPaths) -> RunInfo | None:
-    try:
-        return load_run_info(paths)
-    except UsageError:
-        return None
+    def read(self) -> tuple[RunInfo | None, str | None]:
+        """The run's info (``None`` when not written yet, or unreadable) and the reason it is unreadable."""
+        try:
+            return load_run_info(self.paths), None
+        except RunNotFound:  # not written yet (run.json appears atomically, so never half-written)
+            return None, None
+        except UsageError as e:
+            return None, str(e)
+
+    def live(self) -> bool:
+        """True until run.json says the run ended, or names a coordinator that is gone."""
+        info, problem = self.read()
+        if problem is not None:
+            self.warn(problem)
+        return info is None or effective_status(info) == "running"
+
+    def warn(self, problem: str) -> None:
+        if not self.warned:
+            self.warned = True
+            log.warning(f"{problem}: when the run ends cannot be told, so tail follows until Ctrl-C")
 
 
 def end_line(paths: RunPaths) -> str:
@@ -288,19 +307,22 @@ async def tail_run(
     """Print the run's board, then (``follow``; default: while the run is live) what lands on it, until
     the run ends. Returns normally at the end; cancellation (Ctrl-C) propagates."""
     source = _Source(paths, gates=gates)
+    run = RunWatch(paths)
 
     def emit(lines: Sequence[str]) -> None:
         if lines:
             out.write("".join(line + "\n" for line in lines))
             out.flush()
 
-    info = await asyncio.to_thread(_info_if_written, paths)
+    info, problem = await asyncio.to_thread(run.read)
+    if problem is not None and follow is False:
+        raise UsageError(problem)  # as `hive show` and `hive audit` do
     backlog = await asyncio.to_thread(source.read_new)
     if info is not None:
         authors = (r.bee for r in backlog if isinstance(r, Note))
         check_bees(info, printer.filter.bees, authors, running=effective_status(info) == "running")
     emit(printer.backlog(backlog))
-    live = await asyncio.to_thread(run_is_live, paths)
+    live = await asyncio.to_thread(run.live)
     if not live or follow is False:  # a run that has ended has nothing more to follow
         return
 
@@ -319,7 +341,7 @@ async def tail_run(
         # Lines written between the first read and the watcher starting are caught at the first wake-up.
         async for _ in changes:
             emit(printer.stream(await asyncio.to_thread(source.read_new)))
-            if not await asyncio.to_thread(run_is_live, paths):
+            if not await asyncio.to_thread(run.live):
                 emit(printer.stream(await asyncio.to_thread(source.read_new)))
                 break
     if not printer.as_json:
