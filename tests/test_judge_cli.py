@@ -47,6 +47,15 @@ def test_ask_publish_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert (result["outcome"], result["publish"], result["decided_by"]) == ("withhold", False, f"{RULES}")
     assert result["decision"]["answers"]["kind"]["zone"] == "escape"
     assert result["decision"]["text"] == "Let me open writer.py now"
+    # The answers, each with its probabilities, zone and tier, are also at the top.
+    assert result["answers"]["kind"]["zone"] == "escape" and result["answers"]["news"]["tier"] == RULES
+    assert set(result["answers"]["kind"]["probs"]) == {"finding", "dead_end", "decision", "blocker", "other"}
+
+
+def test_ask_publish_of_a_text_without_words_is_a_duplicate_rule_decision(capsys: pytest.CaptureFixture[str]) -> None:
+    result = run_json(capsys, "judge", "ask", "publish", "--note", "a b", "--judge", RULES)
+    assert (result["outcome"], result["decided_by"], result["answers"]) == ("duplicate", "rule", {})
+    assert result["decision"]["outcome"] == "duplicate" and result["decision"]["reason"] == "no words"
 
 
 def test_ask_answer(capsys: pytest.CaptureFixture[str]) -> None:
@@ -115,6 +124,10 @@ def test_ask_deliver_a_decision_with_the_judge_down(capsys: pytest.CaptureFixtur
         ["judge", "ask", "publish", "--note", "x", "--judge", "jev"],
         ["judge", "ask", "deliver", "--note", "x", "--focus", "y", "--kind", "rumour", "--judge", RULES],
         ["judge", "ask", "publish", "--note", "x", "--judge", "script:/nonexistent/rules.json"],
+        ["judge", "ask", "publish", "--note", "  ", "--judge", RULES],
+        ["judge", "ask", "deliver", "--note", "the writer skips flush", "--focus", "", "--judge", RULES],
+        ["judge", "ask", "relate", "--earlier", "a b c", "--later", "", "--judge", RULES],
+        ["judge", "ask", "answer", "--note", "", "--judge", RULES],
     ],
 )
 def test_ask_with_bad_input_exits_2_with_one_line(capsys: pytest.CaptureFixture[str], args: list[str]) -> None:

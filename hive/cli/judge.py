@@ -53,10 +53,19 @@ def _with_gates(spec: str, goal: str, use: Callable[[Any], Awaitable[T]]) -> T:
     return asyncio.run(run())
 
 
-def _note(text: str, kind: str, *, id: str = "n-1", bee: str = "bee-1", option: str = "--kind") -> Note:
+def _text(option: str, value: str) -> str:
+    """A text the gate reads; an empty one is a usage error, not a question."""
+    if not value.strip():
+        raise UsageError(f"{option} is empty: give the text to ask about")
+    return value
+
+
+def _note(text: str, kind: str, *, id: str = "n-1", bee: str = "bee-1", option: str = "--kind",
+          text_option: str = "--note") -> Note:
     """A board note to ask a gate about; a ``kind`` that is not a note kind is a usage error."""
     from hive.records import Note
 
+    _text(text_option, text)
     if kind not in NOTE_KINDS:
         raise UsageError(f"{option} {kind!r} is not one of {', '.join(NOTE_KINDS)}")
     return Note(id=id, bee=bee, kind=kind, text=text, score=1.0)
@@ -64,10 +73,15 @@ def _note(text: str, kind: str, *, id: str = "n-1", bee: str = "bee-1", option: 
 
 def _show(row: GateDecision | None, summary: dict[str, Any], as_json: bool) -> None:
     decided_by = _decided_by(row)
+    if row is not None:
+        summary["outcome"] = row.outcome  # a rule's outcome (`duplicate`) says more than the gate's yes or no
     if as_json:
+        asked = row.answers if row else {}
+        answers = {name: answer.model_dump(mode="json", exclude_none=True) for name, answer in asked.items()}
         print_json(
             summary
-            | {"decided_by": decided_by, "decision": row.model_dump(mode="json", exclude_none=True) if row else None}
+            | {"answers": answers, "decided_by": decided_by,
+               "decision": row.model_dump(mode="json", exclude_none=True) if row else None}
         )
         return
     if row is None:
@@ -123,7 +137,7 @@ def ask_publish(
     """Would this utterance be published, and as which kind?"""
     from hive.records import Utterance
 
-    utterance = Utterance(bee=bee, seq=1, text=note)
+    utterance = Utterance(bee=bee, seq=1, text=_text("--note", note))
     result = _with_gates(judge, goal, lambda gates: gates.publish(utterance, focus=focus, board=[]))
     _show(
         result.decision,
@@ -149,6 +163,7 @@ def ask_deliver(
 ) -> None:
     """Would this note be delivered to a bee working on FOCUS?"""
     item = _note(note, kind)
+    _text("--focus", focus)
     result = _with_gates(judge, goal, lambda gates: gates.deliver(item, to_bee="bee-2", focus=focus))
     _show(
         result.decision,
@@ -175,8 +190,9 @@ def ask_relate(
     as_json: bool = JsonOption,
 ) -> None:
     """What does the later note say about the earlier one?"""
-    first = _note(earlier, earlier_kind, option="--earlier-kind")
-    second = _note(later, later_kind, id="n-2", bee="bee-1" if same_bee else "bee-2", option="--later-kind")
+    first = _note(earlier, earlier_kind, option="--earlier-kind", text_option="--earlier")
+    second = _note(later, later_kind, id="n-2", bee="bee-1" if same_bee else "bee-2", option="--later-kind",
+                   text_option="--later")
     result = _with_gates(judge, goal, lambda gates: gates.relate(first, second))
     _show(
         result.decision,
