@@ -206,6 +206,19 @@ def test_show_prints_the_answer_and_the_standing_board(runs_dir: Path, capsys: p
     assert "DNS is fine" in out
 
 
+def test_show_escapes_control_characters_as_tail_does(runs_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = "bell\a here\rover\x1b[2Jcleared\n\tnext line"
+    make_run(runs_dir, "r1", problem="why\x1b]0;title\a?", board=[note("n1", "bee-1", text)], answer=f"{text}\n")
+    assert main(["show", "r1"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\a" not in out and "\r" not in out
+    assert out.splitlines()[0] == "run r1 · finished · why\\x1b]0;title\\x07?"
+    assert "bell\\x07 here\\x0dover\\x1b[2Jcleared\n\tnext line" in out  # the answer
+    assert "- [finding 0.82] bee-1: bell\\x07 here\\x0dover\\x1b[2Jcleared\n\tnext line" in out
+    assert main(["show", "r1", "--json"]) == 0
+    assert orjson.loads(capsys.readouterr().out)["standing"][0]["text"] == text  # JSON escapes on its own
+
+
 def test_show_points_a_stopped_run_to_hive_resume(runs_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     make_run(runs_dir, "r1", problem="Why?", status="interrupted")
     assert main(["show", "r1"]) == 0

@@ -183,6 +183,14 @@ async def test_an_abstaining_tier_leaves_a_neutral_answer() -> None:
     assert verdict.answers["news"].tier == "none"
 
 
+async def test_a_failure_explains_an_empty_verdict_better_than_a_later_abstention() -> None:
+    verdict = await Judge([FixedTier("slow", hang=True, timeout=0.05), FixedTier("quiet", {})]).ask(
+        "publish", [NEWS], STATE
+    )
+    assert verdict.reason == "error:timeout"
+    assert [c.error for c in verdict.tiers] == ["error:timeout", None]
+
+
 async def test_cancellation_is_not_swallowed() -> None:
     judge = Judge([FixedTier("slow", hang=True, timeout=60)])
     task = asyncio.create_task(judge.ask("publish", [NEWS], STATE))

@@ -80,13 +80,15 @@ def show_command(
             "contested": [list(pair) for pair in state.contested()],
         })
         return
+    from hive.observe.reading import printable  # what a model or a user wrote must not drive the terminal
+
     status = effective_status(info)
     resumed = f" · resumed {len(info.resumed_at)}×" if info.resumed_at else ""
-    typer.echo(f"run {info.id} · {status}{resumed} · {info.problem}")
+    typer.echo(f"run {info.id} · {status}{resumed} · {printable(info.problem)}")
     if status in ("interrupted", "failed"):
         typer.echo(f"(it stopped before the end: 'hive resume {info.id}' goes on with it)")
     typer.echo("")
-    typer.echo(answer.rstrip() if answer else "(no answer.md yet)")
+    typer.echo(printable(answer.rstrip()) if answer else "(no answer.md yet)")
     typer.echo("")
     standing = state.standing()
     typer.echo(f"Standing board: {len(standing)} notes, {len(state.superseded)} corrected")
@@ -97,7 +99,7 @@ def show_command(
         if state.confirmations(note.id):
             marks.append(f"confirmed by {', '.join(sorted(state.confirmed_by[note.id]))}")
         suffix = f" ({'; '.join(marks)})" if marks else ""
-        typer.echo(f"- [{note.kind} {note.score:.2f}] {note.bee}{suffix}: {note.text}")
+        typer.echo(f"- [{note.kind} {note.score:.2f}] {note.bee}{suffix}: {printable(note.text)}")
 
 
 def _read_board(paths: RunPaths) -> list[BoardRecord]:

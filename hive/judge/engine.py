@@ -47,8 +47,8 @@ class Verdict:
     latency_ms: float = 0.0
     tokens: int = 0
     reason: str | None = None
-    """``None`` when at least one tier answered; ``error:<kind>`` when every asked tier failed;
-    ``abstain`` when no tier answered anything without failing."""
+    """``None`` when at least one tier answered; otherwise ``error:<kind>`` when some asked tier failed (the
+    others abstained), ``abstain`` when none failed."""
     state_digest: str = ""
 
     @property
@@ -158,7 +158,8 @@ class Judge:
             for call in calls
         ]
         reason: str | None = None
-        if calls and len(failures) == len(calls):
+        if not kept_by and failures:
+            # A tier that failed explains an empty verdict better than one that had nothing to say after it.
             reason = _reason_of_failures(failures)
         elif not kept_by:
             reason = "abstain"
