@@ -71,8 +71,11 @@ class BoardState:
                 if dispute is not None and dispute.resolved_by is None:
                     dispute.resolved_by = record.by
             case Delivery():
+                # A conflict notice may carry a bee's own note back to it (its note is now disputed); the
+                # note's recipients are the other bees it reached.
+                note = self.notes.get(record.note)
                 bees = self.recipients.setdefault(record.note, [])
-                if record.to not in bees:
+                if record.to not in bees and (note is None or note.bee != record.to):
                     bees.append(record.to)
             case Verifier():
                 dispute = self.disputes.get(record.dispute)

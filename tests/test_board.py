@@ -232,6 +232,7 @@ def test_deliveries_record_each_recipient_once_in_order() -> None:
         Delivery(note="n1", to="bee-3", how="judge", at=AT),
         Delivery(note="n1", to="bee-2", how="rule", at=AT),
         Delivery(note="n1", to="bee-3", how="correction", at=AT),
+        Delivery(note="n1", to="bee-1", how="conflict", at=AT),  # its own note, now disputed: not a recipient
     ]
     assert fold(records).recipients == {"n1": ["bee-3", "bee-2"]}
 
