@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import socket
@@ -114,14 +115,38 @@ def effective_status(info: RunInfo) -> RunStatus:
     return "running"
 
 
-def duration_seconds(info: RunInfo) -> float | None:
+def duration_seconds(info: RunInfo, *, last_seen: datetime | None = None) -> float | None:
+    """From the start to the end: ``ended_at``; now, while the run runs; for a run that stopped without saying
+    when (its coordinator died), ``last_seen``, its last sign of life (:func:`last_sign_of_life`). ``None``
+    when the end (or the start) is unknown."""
     from hive.records import parse_iso
     try:
         start = parse_iso(info.started_at)
-        end = parse_iso(info.ended_at) if info.ended_at else datetime.now(UTC)
+        if info.ended_at:
+            end = parse_iso(info.ended_at)
+        elif effective_status(info) == "running":
+            end = datetime.now(UTC)
+        elif last_seen is not None:
+            end = last_seen
+        else:
+            return None
     except ValueError:
         return None
     return max(0.0, (end - start).total_seconds())
+
+
+def last_sign_of_life(paths: RunPaths) -> datetime | None:
+    """When the run last wrote anything: the latest change to its run.json, board, gate log or a transcript."""
+    files = [paths.run_json, paths.board, paths.gate]
+    with contextlib.suppress(OSError):  # no bees yet, or unreadable: the run's own files still tell
+        files += [bee / "transcript.jsonl" for bee in (paths.dir / "bees").iterdir()]
+    times = []
+    for file in files:
+        try:
+            times.append(file.stat().st_mtime)
+        except OSError:
+            continue
+    return datetime.fromtimestamp(max(times), UTC) if times else None
 
 
 def holds_run_json(directory: Path) -> bool | None:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -272,6 +274,24 @@ def test_a_crashed_run_reads_as_interrupted(runs: Path, capsys: pytest.CaptureFi
     report, _ = audit_json(capsys, RUN_ID)
     assert report["status"] == "interrupted"
     assert report["funnel"]["published"] == 5
+
+
+def test_a_dead_run_lasts_until_its_last_sign_of_life_in_audit_and_ls_alike(
+    runs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    paths = write_run(runs, status="running", pid=int(gone.stdout))  # started at 03:00:00, no ended_at
+    start = datetime(2026, 11, 30, 3, 0, tzinfo=UTC).timestamp()
+    for path, seconds in ((paths.run_json, 10), (paths.board, 95), (paths.gate, 90),
+                          (paths.transcript("bee-2"), 180)):
+        os.utime(path, (start + seconds, start + seconds))
+    for _ in range(2):  # and it does not grow
+        report, _ = audit_json(capsys, RUN_ID)
+        assert (report["status"], report["ended_at"], report["duration_s"]) == ("interrupted", None, 180.0)
+        assert main(["ls", "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)[0]["duration_s"] == 180.0
+    assert main(["ls"]) == 0
+    assert capsys.readouterr().out.splitlines()[1].split()[:4] == [RUN_ID, "interrupted", "4", "3m00s"]
 
 
 def test_a_resumed_run_says_so(runs: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from hive.runs import (
     RunPaths,
     duration_seconds,
     effective_status,
+    last_sign_of_life,
     list_run_dirs,
     load_run_info,
     new_run_id,
@@ -283,6 +285,28 @@ def test_duration_of_a_run_still_going_counts_to_now() -> None:
     going = info(started_at="2026-11-30T03:00:00.000Z")
     first = duration_seconds(going)
     assert first is not None and first >= 0
+
+
+def test_duration_of_a_run_that_died_ends_at_its_last_sign_of_life() -> None:
+    dead = info(started_at="2026-11-30T03:00:00.000Z", pid=dead_pid())
+    last = datetime(2026, 11, 30, 3, 1, 30, tzinfo=UTC)
+    assert duration_seconds(dead, last_seen=last) == 90.0
+    assert duration_seconds(dead) is None  # unknown, rather than growing for ever
+    stopped = info(started_at="2026-11-30T03:00:00.000Z", status="interrupted")
+    assert duration_seconds(stopped, last_seen=last) == 90.0
+
+
+def test_the_last_sign_of_life_is_the_latest_change_to_the_run_files(tmp_path: Path) -> None:
+    paths = make_run(tmp_path, "r1")
+    assert last_sign_of_life(RunPaths(tmp_path / "nothing")) is None
+    paths.transcript("bee-1").parent.mkdir(parents=True)
+    paths.transcript("bee-1").write_text("")
+    for path, stamp in ((paths.run_json, 100), (paths.board, 300), (paths.transcript("bee-1"), 200)):
+        os.utime(path, (stamp, stamp))
+    assert last_sign_of_life(paths) == datetime.fromtimestamp(300, UTC)
+    paths.gate.write_text("")
+    os.utime(paths.gate, (400, 400))
+    assert last_sign_of_life(paths) == datetime.fromtimestamp(400, UTC)
 
 
 def test_duration_of_a_run_with_a_garbled_timestamp_is_unknown() -> None:

@@ -14,6 +14,7 @@ from hive.runs import (
     RunPaths,
     duration_seconds,
     effective_status,
+    last_sign_of_life,
     list_run_dirs,
     load_run_info,
     resolve_run,
@@ -36,7 +37,8 @@ def ls_command(runs_dir: Path | None = RunsDirOption, as_json: bool = JsonOption
         try:
             info = load_run_info(paths)
             row.update(id=info.id, status=effective_status(info), problem=info.problem, bees=len(info.bees),
-                       duration_s=duration_seconds(info), started_at=info.started_at)
+                       duration_s=duration_seconds(info, last_seen=last_sign_of_life(paths)),
+                       started_at=info.started_at)
             row["notes"] = sum(isinstance(r, Note) for r in _read_board(paths))
         except UsageError as e:
             # One broken run must not hide the others: it is listed with what could be read, and why not more.

@@ -13,6 +13,7 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +43,7 @@ from hive.records import (
     TranscriptEntry,
     Verifier,
 )
-from hive.runs import RunPaths, duration_seconds, effective_status, load_run_info
+from hive.runs import RunPaths, duration_seconds, effective_status, last_sign_of_life, load_run_info
 from hive.store import JsonlReader
 
 log = logging.getLogger("hive.observe")
@@ -173,7 +174,8 @@ class AuditReport(Figures):
     started_at: str
     ended_at: str | None
     duration_s: float | None
-    """From the start to the end, including any time the run spent stopped before a ``hive resume``."""
+    """From the start to the end, including any time the run spent stopped before a ``hive resume``: to now
+    while it runs, to its last sign of life when its coordinator died without writing ``ended_at``."""
     resumed_at: list[str] = Field(default_factory=list)
     filters: dict[str, str]
     funnel: Funnel
@@ -442,8 +444,11 @@ def compute_audit(
     near: int | None = DEFAULT_NEAR,
     labels: Sequence[Label] | None = None,
     warnings: Sequence[str] = (),
+    last_seen: datetime | None = None,
 ) -> AuditReport:
     """Every figure of one run, from its records. Pure: the caller reads the files.
+
+    ``last_seen`` is when the run last wrote anything: the end of a run whose coordinator died unannounced.
 
     ``gate`` restricts the per-gate figures, near-threshold decisions and labels to one gate; ``bee``
     restricts everything to what concerns one bee (its utterances and notes, deliveries to and from it).
@@ -485,7 +490,7 @@ def compute_audit(
         problem=info.problem,
         started_at=info.started_at,
         ended_at=info.ended_at,
-        duration_s=_rounded(duration_seconds(info)) if info.ended_at else None,
+        duration_s=_rounded(duration_seconds(info, last_seen=last_seen)),
         resumed_at=info.resumed_at or [],
         filters=filters,
         funnel=funnel,
@@ -553,7 +558,7 @@ def audit_run(
         label_rows, label_warnings = load_labels(labels)
         warnings += label_warnings
     return compute_audit(info, board, decisions, usage, status=effective_status(info), gate=gate, bee=bee,
-                         near=near, labels=label_rows, warnings=warnings)
+                         near=near, labels=label_rows, warnings=warnings, last_seen=last_sign_of_life(paths))
 
 
 def _bee_dirs(paths: RunPaths, warnings: list[str]) -> list[str]:
