@@ -377,6 +377,34 @@ def test_labels_give_accuracy_and_calibration(
     assert "line 5: skipped a bad label line" in err
 
 
+def test_a_label_that_means_nothing_is_skipped_and_the_last_of_two_counts(
+    runs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_run(runs)
+    labels = tmp_path / "labels.jsonl"
+    rows = [
+        {"decision": "g-07", "label": False},  # published at 0.81: would be wrong, but line 4 overrides it
+        {"decision": "g-03", "label": "banana"},  # no option of a publish decision
+        {"decision": "g-20", "label": "finding"},  # a note kind is no relation
+        {"decision": "g-07", "label": True},  # right
+        {"decision": "g-23", "label": "Supersedes"},  # right, whatever the case
+    ]
+    labels.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    full, err = audit_json(capsys, RUN_ID, "--labels", str(labels))
+    report = full["labels"]
+    assert (report["labelled"], report["correct"]) == (2, 2)
+    assert report["by_gate"] == {"publish": {"n": 1, "correct": 1, "accuracy": 1.0},
+                                 "relate": {"n": 1, "correct": 1, "accuracy": 1.0}}
+    assert err.splitlines() == [
+        f"hive: warning: {labels}: line 2: skipped label 'banana' for g-03: a publish decision takes true, false or "
+        "one of finding, dead_end, decision, blocker, other",
+        f"hive: warning: {labels}: line 3: skipped label 'finding' for g-20: a relate decision takes true, false or "
+        "one of supersedes, contradicts, supports, none",
+        f"hive: warning: {labels}: line 4: g-07 was labelled on line 1 too: the last label counts",
+    ]
+    assert full["warnings"] == [line.removeprefix("hive: warning: ") for line in err.splitlines()]
+
+
 def test_export_labels_writes_a_template_that_reads_back(
     runs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

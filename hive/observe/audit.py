@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from hive.board import BoardState, fold
 from hive.errors import StoreError, UsageError
-from hive.observe.labels import Label, LabelReport, label_report, load_labels
+from hive.observe.labels import Label, LabelReport, checked_labels, label_report, load_labels
 from hive.observe.reading import (
     NEUTRAL_TIERS,
     concerns_bee,
@@ -555,8 +555,9 @@ def audit_run(
             usage[bee_id] = used
     label_rows = None
     if labels is not None:
-        label_rows, label_warnings = load_labels(labels)
-        warnings += label_warnings
+        label_lines, label_warnings = load_labels(labels)
+        label_rows, check_warnings = checked_labels(label_lines, decisions, labels)
+        warnings += label_warnings + check_warnings
     return compute_audit(info, board, decisions, usage, status=effective_status(info), gate=gate, bee=bee,
                          near=near, labels=label_rows, warnings=warnings, last_seen=last_sign_of_life(paths))
 

@@ -4,6 +4,7 @@ A labels file has one JSON object per line: ``{"decision": "<id in gate.jsonl>",
 label is ``true`` / ``false`` (should the gate have said yes: publish, is it news; deliver, is it useful;
 relate, is there a relation at all) or the correct option (a note kind or ``other`` for publish; a
 relation or ``none`` for relate). ``"label": null`` marks a line not labelled yet (the export template).
+Any other value is skipped with a warning naming its line; of several labels for one decision, the last counts.
 
 Calibration groups the labelled probabilities per gate and question (relate split into cross-bee and
 same-bee, whose bars differ): ten bins of mean probability against the observed rate, and, for each
@@ -223,7 +224,15 @@ def label_report(
     )
 
 
-def load_labels(path: Path) -> tuple[list[Label], list[str]]:
+@dataclass(frozen=True)
+class LabelLine:
+    """A label with the line of the labels file it came from, so that a warning can name it."""
+
+    number: int
+    label: Label
+
+
+def load_labels(path: Path) -> tuple[list[LabelLine], list[str]]:
     """A labels file: one JSON object per line. A bad line is skipped with a warning naming it."""
     try:
         raw = path.read_bytes()
@@ -231,16 +240,66 @@ def load_labels(path: Path) -> tuple[list[Label], list[str]]:
         raise UsageError(f"labels file {str(path)!r} does not exist") from e
     except OSError as e:
         raise UsageError(f"cannot read labels file {str(path)!r}: {e.strerror}") from e
-    labels: list[Label] = []
+    labels: list[LabelLine] = []
     warnings: list[str] = []
     for number, line in enumerate(raw.splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            labels.append(Label.model_validate(orjson.loads(line)))
+            labels.append(LabelLine(number, Label.model_validate(orjson.loads(line))))
         except (orjson.JSONDecodeError, ValidationError) as e:
             first = str(e).strip().splitlines()[0][:120]
-            message = f"{path}: line {number}: skipped a bad label line ({first})"
-            warnings.append(message)
-            log.warning(message)
+            _warn(warnings, f"{path}: line {number}: skipped a bad label line ({first})")
     return labels, warnings
+
+
+GATE_LABEL_OPTIONS: dict[str, tuple[str, ...]] = {
+    "publish": (*NOTE_KINDS, "other"),
+    "relate": ("supersedes", "contradicts", "supports", "none"),
+}
+"""The options a person may name instead of ``true`` / ``false``, per gate (``unrelated`` reads as ``none``)."""
+
+
+def label_options(decision: GateDecision) -> list[str]:
+    """The words that make sense as a label of ``decision``: its gate's options and its choice answers'."""
+    options = list(GATE_LABEL_OPTIONS.get(decision.gate, ()))
+    for answer in decision.answers.values():
+        if answer.type == "choice":
+            options += [o for o in (*(answer.probs or {}), answer.pick) if o and o not in options]
+    return options
+
+
+def checked_labels(
+    lines: Sequence[LabelLine], decisions: Sequence[GateDecision], source: Path
+) -> tuple[list[Label], list[str]]:
+    """The labels to score. A value that means nothing for its decision (``"banana"`` for a publish
+    decision) is skipped, and of several labels for one decision the last counts: each with a warning
+    naming its line of ``source``. Unlabelled lines and decisions not in the run are kept for the counts."""
+    by_id = {d.id: d for d in decisions}
+    kept: dict[str, LabelLine] = {}
+    unlabelled: list[Label] = []
+    warnings: list[str] = []
+    for line in lines:
+        label, where = line.label, f"{source}: line {line.number}"
+        if label.label is None:
+            unlabelled.append(label)
+            continue
+        decision = by_id.get(label.decision)
+        if decision is not None and isinstance(label.label, str):
+            options = label_options(decision)
+            if _normalized(label.label) not in options:
+                takes = f"true, false or one of {', '.join(options)}" if options else "true or false"
+                _warn(warnings, f"{where}: skipped label {label.label!r} for {label.decision}: "
+                                f"a {decision.gate} decision takes {takes}")
+                continue
+        earlier = kept.pop(label.decision, None)
+        if earlier is not None:
+            _warn(warnings, f"{where}: {label.decision} was labelled on line {earlier.number} too: "
+                            "the last label counts")
+        kept[label.decision] = line
+    return [line.label for line in kept.values()] + unlabelled, warnings
+
+
+def _warn(warnings: list[str], message: str) -> None:
+    warnings.append(message)
+    log.warning(message)
