@@ -29,7 +29,7 @@ def test_the_demo_runs_every_mechanism_offline(tmp_path: Path) -> None:
     assert {r.outcome for r in publish} >= {"publish", "withhold"}
     assert any(r.gate == "deliver" and r.source == "judge" for r in rows)  # the local judge at work
     # The plain lines show the mechanisms as they happen, and the audit follows the answer.
-    for shown in ("withheld", "note n-", "delivered", "dispute d-1 opened", "verifier verify-1 spawned",
+    for shown in (" withheld bee-", "note n-", "delivered", "dispute d-1 opened", "verifier verify-1 spawned",
                   "resolved", "$ hive audit latest"):
         assert shown in done.stdout, shown
     assert (run_dir / "answer.md").read_text().startswith("# Why does the nightly export drop rows?")

@@ -67,6 +67,11 @@ def events() -> list[object]:
         GateDecision(id="g-1", gate="publish", outcome="publish", source="judge", at=at(6)),
         Note(id="n-1", bee="bee-1", kind="finding", text=long_text, score=0.92, at=at(6)),
         GateDecision(id="g-2", gate="deliver", outcome="deliver", source="judge", at=at(7)),
+        Utterance(bee="bee-2", seq=1, text="Let me look at\nthe writer next.", at=at(7)),
+        GateDecision(id="g-4", gate="publish", outcome="withhold", source="judge", bee="bee-2", utterance="bee-2#1",
+                     text="Let me look at\nthe writer next.", at=at(7)),
+        GateDecision(id="g-5", gate="publish", outcome="duplicate", source="rule", reason="duplicate of n-1",
+                     bee="bee-2", utterance="bee-2#2", text=long_text, at=at(8)),
         Delivery(note="n-1", to="bee-2", how="judge", at=at(7)),
         Note(id="n-2", bee="bee-2", kind="finding", text="FOUND: rows with a NULL email are dropped.",
              score=0.8, at=at(8)),
@@ -98,7 +103,7 @@ def folded() -> LiveState:
 def test_the_fold_counts_what_the_header_shows() -> None:
     state = folded()
     assert (len(state.board.notes), state.deliveries, state.corrections) == (3, 3, 1)
-    assert (state.decisions, state.judge_decisions) == (3, 2)
+    assert (state.decisions, state.judge_decisions, state.withheld) == (5, 3, 2)
     assert (state.tokens, state.cost_usd) == (12600, 0.02)
     assert state.counts() == {"working": 2, "done": 1, "failed": 1}
     one = state.bees["bee-1"]
@@ -113,7 +118,7 @@ def test_panel_shows_bees_activity_silence_and_notes() -> None:
     state = folded()
     text = "\n".join(line for line, _ in panel_lines(state, 200, when(50)))
     assert "4 bees: 2 working, 1 done, 1 failed" in text
-    assert "board 3 notes · 3 deliveries · 1 correction · 1 dispute (0 open) · 2 judge decisions" in text
+    assert "board 3 notes · 2 withheld · 3 deliveries · 1 correction · 1 dispute (0 open) · 3 judge decisions" in text
     assert "12.6k tokens · $0.02" in text
     assert "› planning 3 angles" in text
     assert "↳ no sign of life for 44 s" in text  # bee-1, last heard of at 03:00:06 (its utterance)
@@ -126,7 +131,7 @@ def test_panel_shows_bees_activity_silence_and_notes() -> None:
 
 def test_a_contested_note_is_marked() -> None:
     state = LiveState.from_info(info())
-    for event in events()[:18]:
+    for event in events()[:21]:  # up to the dispute, before the verifier settles it
         state.apply(event)  # type: ignore[arg-type]
     text = "\n".join(line for line, _ in panel_lines(state, 200, when(10)))
     assert "(in dispute)" in text
@@ -173,6 +178,10 @@ def test_plain_mode_prints_timestamped_lines_without_control_codes() -> None:
     note = next(line for line in lines if " note n-1 " in line)
     assert note.startswith("03:00:06 note n-1 bee-1 finding 0.92: FOUND: the batching") and len(note) < 360
     assert not any("g-1" in line or "utterance" in line for line in lines)  # decisions and words are chatty
+    # ... but an utterance kept off the board is shown, on one line, with why.
+    assert "03:00:07 withheld bee-2#1 (judge): Let me look at the writer next." in lines
+    duplicate = next(line for line in lines if "bee-2#2" in line)
+    assert duplicate.startswith("03:00:08 withheld bee-2#2 (duplicate of n-1)")
     assert "\x1b" not in out.getvalue()
 
 

@@ -129,6 +129,8 @@ class LiveState:
     corrections: int = 0
     decisions: int = 0
     judge_decisions: int = 0
+    withheld: int = 0
+    """Utterances the publish gate kept off the board (withheld or dropped as duplicates)."""
     """Decisions that asked the judge (everything but rules)."""
     tokens: int = 0
     cost_usd: float | None = None
@@ -174,6 +176,7 @@ class LiveState:
             case GateDecision():
                 self.decisions += 1
                 self.judge_decisions += event.source != "rule"
+                self.withheld += is_withheld(event)
             case Note():
                 self.board.apply(event)
                 self._bee(event.bee).notes_out += 1
@@ -236,6 +239,7 @@ def panel_lines(state: LiveState, width: int, now: dt.datetime) -> list[tuple[st
     open_disputes = len(state.board.open_disputes())
     board = [
         f"board {_count(len(state.board.notes), 'note')}",
+        f"{state.withheld} withheld",
         f"{state.deliveries} {'delivery' if state.deliveries == 1 else 'deliveries'}",
         _count(state.corrections, "correction"),
         f"{_count(disputes, 'dispute')} ({open_disputes} open)" if disputes else "0 disputes",
@@ -365,7 +369,7 @@ def _tokens(value: int) -> str:
 
 def plain_lines(event: LiveEvent, state: LiveState) -> list[str]:
     """One event as timestamped plain lines (after it was folded into ``state``). Chatty events (utterances,
-    usage, gate decisions) print nothing: their consequences do."""
+    usage, gate decisions) print nothing: their consequences do, and so does an utterance kept off the board."""
     t = clock(event.at)
     match event:
         case Said():
@@ -395,7 +399,16 @@ def plain_lines(event: LiveEvent, state: LiveState) -> list[str]:
             return [f"{t} dispute {event.dispute} resolved: {event.superseded} superseded by {event.by}"]
         case Verifier():
             return [f"{t} verifier {event.bee} spawned on dispute {event.dispute}"]
+        case GateDecision() if is_withheld(event):
+            why = event.reason if event.outcome == "duplicate" else (
+                "judge" if event.source == "judge" else f"fallback, {event.reason or event.source}")
+            return [f"{t} withheld {event.utterance or event.bee} ({why}): {_one_line(event.text or '', 160)}"]
     return []
+
+
+def is_withheld(decision: GateDecision) -> bool:
+    """A publish decision that kept an utterance off the board (its text stays in ``gate.jsonl``)."""
+    return decision.gate == "publish" and decision.outcome in ("withhold", "duplicate")
 
 
 def _one_line(text: str, width: int) -> str:
