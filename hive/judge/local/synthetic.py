@@ -328,6 +328,11 @@ _BEES = ("b1", "b2", "b3")
 _SEED = 20261130
 # Share of each kind among composed examples: routine is the commonest in real narration.
 _KIND_SHARE = {"routine": 0.38, "finding": 0.24, "dead_end": 0.13, "decision": 0.12, "blocker": 0.13}
+_MARKERS = {"finding": "FOUND:", "dead_end": "DEAD END:", "decision": "DECIDED:", "blocker": "BLOCKED:"}
+MARKED_SHARE = 0.3
+"""Share of composed findings, dead ends, decisions and blockers that start with the marker hive's roles ask
+bees to use (``FOUND:`` …): real bees write them, the development set's agents never did, and without
+marked examples the heads could not learn what a marker says."""
 
 
 def _fill(template: str, hunt: Hunt, rng: random.Random) -> str:
@@ -340,10 +345,9 @@ def _fill(template: str, hunt: Hunt, rng: random.Random) -> str:
     )
 
 
-def _compose(kind: str, core: str, hunt: Hunt, rng: random.Random) -> str:
-    parts = []
-    if rng.random() < 0.25:
-        parts.append(rng.choice(_OPENERS["any"]))
+def _compose(kind: str, core: str, hunt: Hunt, rng: random.Random, marked: bool = False) -> str:
+    opener = rng.choice(_OPENERS["any"]) if rng.random() < 0.25 else None  # drawn either way: same stream
+    parts = [_MARKERS[kind]] if marked else [opener] if opener else []
     parts.append(core)
     if rng.random() < 0.5:
         parts.append(rng.choice(_ELABORATIONS[kind]))
@@ -357,6 +361,7 @@ def compose_examples(per_hunt: int = 30) -> list[Example]:
     examples: list[Example] = []
     for h, hunt in enumerate(HUNTS):
         rng = random.Random(_SEED + h)
+        marking = random.Random(_SEED - h)  # its own stream, so the unmarked texts stay as they were
         django_only = "settings are not configured"
         cores = [c for c in _CORES if hunt.repo == "django" or django_only not in c[3]]
         by_kind = {kind: [c for c in cores if c[0] == kind] for kind in _KIND_SHARE}
@@ -365,8 +370,9 @@ def compose_examples(per_hunt: int = 30) -> list[Example]:
             kind = rng.choices(list(_KIND_SHARE), weights=list(_KIND_SHARE.values()))[0]
             chosen = rng.choice(by_kind[kind])
             _, news, topic, core = chosen
+            marked = kind in _MARKERS and marking.random() < MARKED_SHARE
             examples.append(Example(
                 id=f"g{h:02d}-{i:02d}", sc=f"g{h:02d}", topic=topic, bee=rng.choice(_BEES), kind=kind,
-                news=news, text=_compose(kind, core, hunt, rng), core=index[chosen],
+                news=news, text=_compose(kind, core, hunt, rng, marked), core=index[chosen],
             ))
     return examples
