@@ -28,6 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchlib import positive_int
+
 FIRST_TURN_DELAY = 30.0
 SETTLE = 0.8
 """Seconds after ``ready`` before sampling memory: enough for the bee to load its role, model and tools."""
@@ -102,7 +104,7 @@ def measure_once(root: Path, model: str, env: dict[str, str]) -> tuple[float, in
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--runs", type=positive_int, default=7)
     parser.add_argument("--http", action="store_true", help="use the OpenAI provider against a silent socket")
     args = parser.parse_args()
     env = dict(os.environ)

@@ -27,6 +27,8 @@ import sys
 import time
 from pathlib import Path
 
+from benchlib import positive_int
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -120,7 +122,7 @@ async def replay(texts: list[str]) -> dict[str, object]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--notes", type=int, default=60)
+    parser.add_argument("--notes", type=positive_int, default=60)
     parser.add_argument("--texts", type=Path, default=None)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)

@@ -22,6 +22,8 @@ import sys
 import time
 from pathlib import Path
 
+from benchlib import positive_int
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -54,8 +56,8 @@ async def replay(texts: list[str], vectors: dict[str, object]) -> float:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--root", type=Path, default=ROOT, help="checkout whose hive/ and scripts/ to measure")
-    parser.add_argument("--runs", type=int, default=7)
-    parser.add_argument("--notes", type=int, default=60)
+    parser.add_argument("--runs", type=positive_int, default=7)
+    parser.add_argument("--notes", type=positive_int, default=60)
     parser.add_argument("--texts", type=Path, default=ROOT.parent / "shared" / "evals" / "publish.jsonl")
     args = parser.parse_args(argv)
     root = args.root.resolve()

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchlib import SUBSYSTEMS, header, median, mixed_utterances, percentile, utterance
+from benchlib import SUBSYSTEMS, header, median, mixed_utterances, percentile, positive_int, positive_ints, utterance
 
 from hive.coordinator.pipeline import Pipeline
 from hive.gates import Gates
@@ -198,7 +198,7 @@ def new_utterances(rng: random.Random, n: int) -> list[tuple[str, str]]:
 
 
 async def main_async(args: argparse.Namespace) -> None:
-    sizes = [int(s) for s in args.sizes.split(",")]
+    sizes: list[int] = args.sizes
     rng = random.Random(7)
     full_board = board_texts(rng, max(sizes))
     local = LocalTier()
@@ -291,9 +291,10 @@ def plot(rows: Sequence[tuple[int, str, Measured, Measured]], path: Path) -> Non
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--utterances", type=int, default=60, help="new utterances per run and board size")
-    parser.add_argument("--sizes", default="100,500,2000")
+    parser.add_argument("--runs", type=positive_int, default=3)
+    parser.add_argument("--utterances", type=positive_int, default=60, help="new utterances per run and board size")
+    parser.add_argument("--sizes", type=positive_ints, default=[100, 500, 2000],
+                        help="board sizes, comma-separated")
     parser.add_argument("--plot", default="", help="write the curve to this PNG (needs the bench extra)")
     args = parser.parse_args()
     header("gate pipeline latency")

@@ -23,6 +23,8 @@ import subprocess
 import sys
 from typing import Any
 
+from benchlib import positive_int
+
 from hive.testing import LocalHTTPServer
 
 CHILD = r"""
@@ -69,7 +71,7 @@ def _run(spec: str, env: dict[str, str]) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--runs", type=positive_int, default=5)
     args = parser.parse_args()
     with LocalHTTPServer() as server:
         cases = [

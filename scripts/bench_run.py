@@ -33,6 +33,7 @@ from benchlib import (
     make_repo,
     median,
     mixed_utterances,
+    positive_int,
     run_watched,
     script_turns,
     start_args,
@@ -73,9 +74,11 @@ def summarize(m: RunMeasurement) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--utterances", type=int, default=300, help="in total, split over the 6 bees")
+    parser.add_argument("--runs", type=positive_int, default=3)
+    parser.add_argument("--utterances", type=positive_int, default=300, help="in total, split over the 6 bees")
     args = parser.parse_args()
+    if args.utterances < len(SUBSYSTEMS):
+        parser.error(f"argument --utterances: {args.utterances} is fewer than one per bee ({len(SUBSYSTEMS)} bees)")
     header("orchestration overhead of a whole run")
     results: dict[str, list[dict[str, float]]] = {name: [] for name in CONFIGS}
     with tempfile.TemporaryDirectory(prefix="hive-bench-run-") as tmp:

@@ -47,6 +47,7 @@ from benchlib import (
     header,
     make_repo,
     median,
+    positive_int,
     run_watched,
     script_turns,
     start_args,
@@ -191,8 +192,8 @@ def plot(rows: dict[str, dict[str, float]], path: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--per-bee", type=int, default=20, help="utterances per bee")
+    parser.add_argument("--runs", type=positive_int, default=3)
+    parser.add_argument("--per-bee", type=positive_int, default=20, help="utterances per bee")
     parser.add_argument("--delay", type=float, default=1.5, help="seconds per model turn")
     parser.add_argument("--plot", default="", help="write the picture to this PNG (e.g. docs/sharing.png)")
     args = parser.parse_args()

@@ -36,6 +36,7 @@ from benchlib import (
     make_repo,
     median,
     mixed_utterances,
+    positive_int,
     run_watched,
     script_turns,
     start_args,
@@ -72,7 +73,7 @@ def run_footprint(root: Path, run: int) -> tuple[float, float, float, int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--runs", type=positive_int, default=5)
     args = parser.parse_args()
     header("start-up and footprint")
     helps: list[float] = []

@@ -32,7 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import orjson
-from benchlib import SUBSYSTEMS, header, median, utterance
+from benchlib import SUBSYSTEMS, header, median, positive_int, utterance
 
 from hive.records import BOARD_ADAPTER, Note
 from hive.store import JsonlReader, JsonlWriter, dumps
@@ -127,8 +127,8 @@ def incremental(path: Path, notes: list[Note]) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--notes", type=int, default=20000)
+    parser.add_argument("--runs", type=positive_int, default=5)
+    parser.add_argument("--notes", type=positive_int, default=20000)
     args = parser.parse_args()
     header("board store throughput")
     notes = make_notes(args.notes)

@@ -20,6 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchlib import positive_int
+
 WRITER = r"""
 import json, os, random, sys, time
 run = sys.argv[1]
@@ -46,7 +48,7 @@ run_json("finished")
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--lines", type=int, default=300)
+    parser.add_argument("--lines", type=positive_int, default=300)
     parser.add_argument("--min-gap-ms", type=float, default=2.0)
     parser.add_argument("--max-gap-ms", type=float, default=60.0)
     args = parser.parse_args()

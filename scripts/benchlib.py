@@ -1,4 +1,4 @@
-"""Shared pieces of the benchmark scripts: the machine header, percentiles, plausible agent findings, and a
+"""Shared pieces of the benchmark scripts: count options, the machine header, percentiles, plausible agent
 scripted ``hive start`` run watched from /proc.
 
 Not a test helper and not part of hive: the scripts under ``scripts/`` import it as a sibling module.
@@ -6,6 +6,7 @@ Not a test helper and not part of hive: the scripts under ``scripts/`` import it
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
@@ -23,6 +24,26 @@ from pathlib import Path
 from typing import Any
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+# --------------------------------------------------------------------------- command-line options
+
+
+def positive_int(text: str) -> int:
+    """An argparse ``type`` for counts (runs, notes, lines): a whole number of at least 1, else argparse's
+    one-line usage error (exit 2) instead of a traceback deep in the measurement."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is less than 1")
+    return value
+
+
+def positive_ints(text: str) -> list[int]:
+    """An argparse ``type`` for a comma-separated list of counts, e.g. ``100,500,2000``, each at least 1."""
+    return [positive_int(part.strip()) for part in text.split(",")]
 
 
 # --------------------------------------------------------------------------- reporting
