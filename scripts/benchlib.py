@@ -1,5 +1,5 @@
 """Shared pieces of the benchmark scripts: count options, the machine header, percentiles, plausible agent
-scripted ``hive start`` run watched from /proc.
+findings, and a scripted ``hive start`` run watched from /proc.
 
 Not a test helper and not part of hive: the scripts under ``scripts/`` import it as a sibling module.
 """
