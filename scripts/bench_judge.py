@@ -8,7 +8,8 @@ bee foci (the foci are embedded once per run), then relate against the two previ
 - ``load_s``: a fresh process importing the tier and loading model + heads;
 - ``rss_mb``: resident memory of the benchmarking process after the replay (one tier, model loaded);
 - ``per_question_ms``: p50/p95 over calls of (call latency / questions in the call), and the mean
-  (total time / total questions);
+  (total time / total questions), pooled over the three gates;
+- ``per_question_ms_by_gate``: the same p50/p95 for each gate's calls alone (publish, deliver, relate);
 - ``bare_model_ms_per_text``: the embedding model alone on the same texts (one at a time, no cache), and
   ``ratio_to_bare_model``: the whole judge's time over the bare model's time on those texts.
 
@@ -81,6 +82,7 @@ async def replay(texts: list[str]) -> dict[str, object]:
     tier = LocalTier()
     tier.load()
     per_question: list[float] = []
+    by_gate: dict[str, list[float]] = {"publish": [], "deliver": [], "relate": []}
     questions = 0
     start = time.perf_counter()
     for index, text in enumerate(texts):
@@ -96,6 +98,7 @@ async def replay(texts: list[str]) -> dict[str, object]:
             t = time.perf_counter()
             await tier.answer(gate, asked, state)
             per_question.append((time.perf_counter() - t) * 1000 / len(asked))
+            by_gate[gate].append(per_question[-1])
             questions += len(asked)
     judge_ms = (time.perf_counter() - start) * 1000
     judge_rss = rss_mb()
@@ -114,6 +117,10 @@ async def replay(texts: list[str]) -> dict[str, object]:
         "per_question_ms": {"p50": round(statistics.median(per_question), 2),
                             "p95": round(percentile(per_question, 0.95), 2),
                             "mean": round(judge_ms / questions, 2)},
+        "per_question_ms_by_gate": {gate: {"p50": round(statistics.median(ms), 2) if ms else None,
+                                           "p95": round(percentile(ms, 0.95), 2) if ms else None,
+                                           "calls": len(ms)}
+                                    for gate, ms in by_gate.items()},
         "bare_model_ms_per_text": round(bare_ms / len(unique), 2),
         "ratio_to_bare_model": round(judge_ms / bare_ms, 3),
         "rss_mb": round(judge_rss, 1),
