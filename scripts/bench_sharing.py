@@ -23,6 +23,8 @@ and once with the cap lifted. Measured from the run directory:
   transcripts (what actually entered a context), / 4 (a common estimate for English and code);
 - recall: of the (utterance, bee) pairs that should have been delivered, the share that was (a
   ``Delivery`` record of the note published from that utterance to that bee; corrections count);
+- recall per bee: for each bee, how many of the notes it should have received it did receive, as
+  received / should have received (summed over the runs in the closing table);
 - recall of the cross-subsystem findings alone (the pairs only the judged deliver gate can get right;
   decisions and blockers go to everyone by rule), and the deliver gate's ``useful`` probability where a
   delivery should and should not be made;
@@ -118,7 +120,16 @@ def injected_chars(run_dir: Path) -> int:
     return total
 
 
-def score_run(run_dir: Path, planned: list[Planned]) -> dict[str, float]:
+PerBee = dict[str, tuple[int, int]]
+"""For each bee: (notes received, notes it should have received)."""
+
+
+def per_bee(should: set[tuple[str, str]], delivered: set[tuple[str | None, str]]) -> PerBee:
+    return {bee: (sum(1 for pair in should if pair[1] == bee and pair in delivered),
+                  sum(1 for _, to in should if to == bee)) for bee in BEES}
+
+
+def score_run(run_dir: Path, planned: list[Planned]) -> tuple[dict[str, float], PerBee]:
     board, _ = read_all(run_dir / "board.jsonl", BOARD_ADAPTER)
     gates, _ = read_all(run_dir / "gate.jsonl", GateDecision)
     by_uid = {f"{p.bee}#{p.seq}": p for p in planned}
@@ -133,7 +144,7 @@ def score_run(run_dir: Path, planned: list[Planned]) -> dict[str, float]:
         uid = note_uid.get(g.note or "")
         if g.gate == "deliver" and g.source != "rule" and uid is not None and g.score is not None:
             useful_p[(uid, g.to) in should].append(g.score)
-    return {
+    scores = {
         "recall_judged": len(judged_should & delivered) / len(judged_should) if judged_should else 1.0,
         "p_should": median(useful_p[True]),
         "p_should_not": median(useful_p[False]),
@@ -145,6 +156,11 @@ def score_run(run_dir: Path, planned: list[Planned]) -> dict[str, float]:
         "notes": len(note_uid),
         "should": len(should),
     }
+    return scores, per_bee(should, delivered)
+
+
+def should_per_bee(planned: list[Planned]) -> dict[str, int]:
+    return {bee: sum(bee in p.should for p in planned) for bee in BEES}
 
 
 def broadcast(planned: list[Planned]) -> dict[str, float]:
@@ -201,6 +217,8 @@ def main() -> None:
     configs = {"hive (cap 10)": (), "hive (no cap)": ("--delivery-cap", "100000")}
     results: dict[str, list[dict[str, float]]] = {name: [] for name in configs}
     baselines: list[dict[str, float]] = []
+    bee_counts: dict[str, list[PerBee]] = {name: [] for name in configs}
+    owed: list[dict[str, int]] = []
     with tempfile.TemporaryDirectory(prefix="hive-bench-sharing-") as tmp:
         root = Path(tmp)
         repo = make_repo(root)
@@ -208,6 +226,7 @@ def main() -> None:
             planned = plan(random.Random(run), args.per_bee)
             script = write_script(root, planned, args.delay)
             baselines.append(broadcast(planned))
+            owed.append(should_per_bee(planned))
             for name, extra in configs.items():
                 runs_dir = root / f"runs-{run}-{len(results[name])}-{'cap' if not extra else 'nocap'}"
                 runs_dir.mkdir()
@@ -215,13 +234,16 @@ def main() -> None:
                                            *extra), cwd=root, runs_dir=runs_dir)
                 if m.returncode != 0:
                     raise SystemExit(f"hive start failed ({m.returncode}):\n{m.stderr[-2000:]}")
-                s = score_run(m.run_dir, planned)
+                s, by_bee = score_run(m.run_dir, planned)
                 results[name].append(s)
+                bee_counts[name].append(by_bee)
                 print(f"run {run + 1}, {name}: {s['tokens']:,.0f} tokens injected, recall {s['recall']:.0%} "
                       f"(cross-subsystem findings {s['recall_judged']:.0%}; deliver p median {s['p_should']:.2f} "
                       f"where it should, {s['p_should_not']:.2f} where not, max {s['max_p_should']:.2f}), "
                       f"({s['should']:.0f} should), precision {s['precision']:.0%}, {s['deliveries']:.0f} deliveries, "
                       f"{s['notes']:.0f} notes, wall {m.wall_s:.1f} s")
+                print(f"run {run + 1}, {name}, per bee (received / should have received): "
+                      + ", ".join(f"{bee} {got}/{want}" for bee, (got, want) in by_bee.items()))
             b = baselines[-1]
             print(f"run {run + 1}, broadcast: {b['tokens']:,.0f} tokens, precision {b['precision']:.0%}")
     rows: dict[str, dict[str, float]] = {
@@ -239,8 +261,27 @@ def main() -> None:
         print(f"| {name} | {row['tokens']:,.0f} | {row['tokens'] / full:.1%} | {row['deliveries']:.0f} | "
               f"{row['recall']:.0%} | {row['recall_judged']:.0%} | "
               f"{'n/a' if row['precision'] != row['precision'] else format(row['precision'], '.0%')} |")
+    print_per_bee(bee_counts, owed)
     if args.plot:
         plot(rows, Path(args.plot))
+
+
+def print_per_bee(bee_counts: dict[str, list[PerBee]], owed: list[dict[str, int]]) -> None:
+    """For each strategy and bee: of the notes the bee should have received, how many it did, summed over
+    the runs. Broadcast delivers every one, share-nothing none."""
+    want = {bee: sum(o[bee] for o in owed) for bee in BEES}
+    totals: dict[str, dict[str, int]] = {"broadcast": dict(want)}
+    for name, runs in bee_counts.items():
+        totals[name] = {bee: sum(run[bee][0] for run in runs) for bee in BEES}
+    totals["share-nothing"] = dict.fromkeys(BEES, 0)
+    print(f"\nper bee, notes received / notes it should have received, summed over {len(owed)} run(s):")
+    print("| strategy | " + " | ".join(f"{bee} ({s.name})" for bee, s in zip(BEES, SUBSYSTEMS, strict=True))
+          + " | lowest |")
+    print("|---|" + "---:|" * (len(BEES) + 1))
+    for name, got in totals.items():
+        cells = [f"{got[bee]}/{want[bee]} ({got[bee] / want[bee]:.0%})" if want[bee] else "0/0" for bee in BEES]
+        lowest = min((got[bee] / want[bee] for bee in BEES if want[bee]), default=float("nan"))
+        print(f"| {name} | " + " | ".join(cells) + f" | {lowest:.0%} |")
 
 
 if __name__ == "__main__":
