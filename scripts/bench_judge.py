@@ -26,7 +26,9 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from benchlib import positive_int
 
@@ -34,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from hive.judge.local.tier import RELATIONS  # noqa: E402
-from hive.judge.questions import BooleanQuestion, ChoiceQuestion  # noqa: E402
+from hive.judge.questions import BooleanQuestion, ChoiceQuestion, Question  # noqa: E402
 
 NEWS = BooleanQuestion("news", "Would this help the other bees?", "relate")
 KIND = ChoiceQuestion("kind", "What is this note?", {
@@ -86,7 +88,7 @@ async def replay(texts: list[str]) -> dict[str, object]:
     questions = 0
     start = time.perf_counter()
     for index, text in enumerate(texts):
-        calls: list[tuple[str, list, dict]] = [
+        calls: list[tuple[str, Sequence[Question], Mapping[str, Any]]] = [
             ("publish", [NEWS, KIND], {"note": text, "goal": "", "focus": FOCI[0], "bee": "b1"}),
             *(("deliver", [USEFUL], {"note": text, "kind": "finding", "from_bee": "b1", "focus": f})
               for f in FOCI),
