@@ -120,6 +120,8 @@ def test_panel_shows_bees_activity_silence_and_notes() -> None:
     assert "4 bees: 2 working, 1 done, 1 failed" in text
     assert "board 3 notes · 2 withheld · 3 deliveries · 1 correction · 1 dispute (0 open) · 3 judge decisions" in text
     assert "12.6k tokens · $0.02" in text
+    priceless = LiveState.from_info(info())
+    assert "0 tokens · cost unknown" in "\n".join(line for line, _ in panel_lines(priceless, 200, when(1)))
     assert "› planning 3 angles" in text
     assert "↳ no sign of life for 44 s" in text  # bee-1, last heard of at 03:00:06 (its utterance)
     assert "↳ exited with code 1 without a report" in text

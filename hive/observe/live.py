@@ -246,8 +246,8 @@ def panel_lines(state: LiveState, width: int, now: dt.datetime) -> list[tuple[st
         _count(state.judge_decisions, "judge decision"),
         f"{_tokens(state.tokens)} tokens",
     ]
-    if state.cost_usd is not None:
-        board.append(f"${state.cost_usd:.2f}")
+    # No price known for any call so far (a local or scripted model, or one missing from the price table).
+    board.append(f"${state.cost_usd:.2f}" if state.cost_usd is not None else "cost unknown")
     lines: list[tuple[str, str]] = [(line, "bold") for line in _flow(head, width, " · ")]
     lines += [(line, "") for line in _flow(board, width, " · ")]
     if state.message:
