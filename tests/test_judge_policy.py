@@ -108,6 +108,17 @@ def test_probabilities_within_the_tolerance_are_scaled_to_one() -> None:
     assert checked.probs["red"] == pytest.approx(0.7 / 1.01)
 
 
+def test_the_bars_hold_at_exactly_their_value_after_rescaling() -> None:
+    kind = ChoiceQuestion("kind", "What is it?", {o: "" for o in ("finding", "dead_end", "decision", "blocker",
+                                                                  "other")}, escape="other")
+    probs = {"finding": 0.6, "dead_end": 0.05, "decision": 0.05, "blocker": 0.2, "other": 0.1}
+    checked = validate(kind, RawAnswer(probs=probs))  # sums to 1.0000000000000002, rescaled below 0.6
+    assert to_answer(kind, checked, "t").zone == "picked"
+    for total in (0.98, 1.02):  # the tolerance is inclusive
+        edge = {"red": total - 0.2, "blue": 0.1, "none": 0.1}
+        assert validate(COLOUR, RawAnswer(probs=edge)).probs is not None
+
+
 def test_answers_carry_zone_tier_and_pick() -> None:
     answer = to_answer(COLOUR, validate(COLOUR, RawAnswer(probs={"red": 0.1, "blue": 0.8, "none": 0.1})), "t1")
     assert (answer.pick, answer.p, answer.zone, answer.tier) == ("blue", 0.8, "picked", "t1")

@@ -27,6 +27,8 @@ YES_AT = 0.8
 NO_AT = 0.2
 PICK_AT = 0.6
 SUM_TOLERANCE = 0.02
+_ROUNDING = 1e-9
+"""Float slack for the bars: a 0.6 that rescaling turned into 0.5999999999999999 is still 0.6."""
 
 UNTRUSTED_TIER = "untrusted"
 """The ``tier`` of a neutral answer to a question no tier may answer."""
@@ -35,9 +37,9 @@ NO_TIER = "none"
 
 def boolean_zone(p: float) -> Zone:
     """``yes`` at p ≥ 0.8, ``no`` at p ≤ 0.2, else ``unsure``."""
-    if p >= YES_AT:
+    if p >= YES_AT - _ROUNDING:
         return "yes"
-    if p <= NO_AT:
+    if p <= NO_AT + _ROUNDING:
         return "no"
     return "unsure"
 
@@ -51,7 +53,7 @@ def choice_zone(question: ChoiceQuestion, probs: dict[str, float]) -> tuple[str,
     """The most probable option, its probability, and the zone: ``picked``, ``escape`` or ``unsure``."""
     pick = max(question.options, key=lambda option: probs.get(option, 0.0))
     p = probs.get(pick, 0.0)
-    if p < pick_bar(question, pick):
+    if p < pick_bar(question, pick) - _ROUNDING:
         return pick, p, "unsure"
     return pick, p, "escape" if pick == question.escape else "picked"
 
@@ -92,7 +94,7 @@ def validate(question: Question, raw: RawAnswer) -> RawAnswer:
             for option in question.options
         }
         total = sum(probs.values())
-        if abs(total - 1.0) > SUM_TOLERANCE:
+        if abs(total - 1.0) > SUM_TOLERANCE + _ROUNDING:
             raise TierFailure(
                 "invalid_response", f"{question.name}: probabilities add up to {total:.3f}, not 1"
             )
