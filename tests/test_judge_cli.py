@@ -47,6 +47,7 @@ def test_ask_publish_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert (result["outcome"], result["publish"], result["decided_by"]) == ("withhold", False, f"{RULES}")
     assert result["decision"]["answers"]["kind"]["zone"] == "escape"
     assert result["decision"]["text"] == "Let me open writer.py now"
+    assert result["decision"]["reason"] is None and "state_digest" in result["decision"]  # the row as written
     # The answers, each with its probabilities, zone and tier, are also at the top.
     assert result["answers"]["kind"]["zone"] == "escape" and result["answers"]["news"]["tier"] == RULES
     assert set(result["answers"]["kind"]["probs"]) == {"finding", "dead_end", "decision", "blocker", "other"}
@@ -178,6 +179,8 @@ def test_eval_prints_a_table(capsys: pytest.CaptureFixture[str]) -> None:
         ('{"a": "x", "b": "y", "relation": "supports"}\n', "relate", "same_bee"),
         ("\n\n", "deliver", "has no items"),
         ('{"note": "x", "focus": "y", "useful": true}\n', "verify", "unknown gate"),
+        ('{"text": "  ", "kind": "routine", "news": false}\n', "publish", "line 1 is not a publish item: text"),
+        ('{"note": "x", "focus": "", "useful": true}\n', "deliver", "line 1 is not a deliver item: focus"),
     ],
 )
 def test_eval_with_a_bad_file_exits_2(
@@ -200,3 +203,19 @@ def test_scores_count_unsure_as_wrong_and_macro_f1_over_labels() -> None:
     assert scores.macro_f1 == pytest.approx((0.5 + 2 / 3) / 2)
     assert scores.confusion == {"a": {"a": 1, "unsure": 1}, "b": {"a": 1, "b": 1}}
     assert percentile([1.0, 2.0, 3.0, 4.0], 50) == 2.5 and percentile([], 95) == 0.0
+
+
+def test_eval_asks_each_item_under_its_own_problem(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rules = tmp_path / "goal.json"
+    rules.write_text(json.dumps([
+        {"gate": "publish", "when": {"goal": "drop rows"}, "answers": {"news": 0.95, "kind": {"finding": 0.9}}},
+        {"gate": "publish", "answers": {"news": 0.05, "kind": {"other": 0.9}}},
+    ]))
+    items = tmp_path / "items.jsonl"
+    items.write_text("\n".join(json.dumps(i) for i in [
+        {"text": "FOUND: the writer skips the last batch", "kind": "finding", "news": True,
+         "problem": "why does the export drop rows?"},
+        {"text": "FOUND: the writer skips the last batch", "kind": "routine", "news": False},
+    ]) + "\n")
+    report = run_json(capsys, "judge", "eval", str(items), "--gate", "publish", "--judge", f"script:{rules}")
+    assert (report["accuracy"], report["news_accuracy"]) == (1.0, 1.0)

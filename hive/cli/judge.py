@@ -72,6 +72,10 @@ def _note(text: str, kind: str, *, id: str = "n-1", bee: str = "bee-1", option: 
 
 
 def _show(row: GateDecision | None, summary: dict[str, Any], as_json: bool) -> None:
+    import orjson
+
+    from hive.store import dumps
+
     decided_by = _decided_by(row)
     if row is not None:
         summary["outcome"] = row.outcome  # a rule's outcome (`duplicate`) says more than the gate's yes or no
@@ -81,7 +85,7 @@ def _show(row: GateDecision | None, summary: dict[str, Any], as_json: bool) -> N
         print_json(
             summary
             | {"answers": answers, "decided_by": decided_by,
-               "decision": row.model_dump(mode="json", exclude_none=True) if row else None}
+               "decision": orjson.loads(dumps(row)) if row else None}  # the row exactly as gate.jsonl holds it
         )
         return
     if row is None:

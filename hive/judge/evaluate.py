@@ -27,9 +27,9 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from hive.errors import UsageError
 from hive.gates import Gates
@@ -47,8 +47,12 @@ class _Item(BaseModel):
     problem: str = ""
 
 
+Text = Annotated[str, Field(pattern=r"\S")]
+"""A text the gate reads: an empty one is a malformed item, as it is a usage error for ``hive judge ask``."""
+
+
 class PublishItem(_Item):
-    text: str
+    text: Text
     kind: Literal["finding", "dead_end", "decision", "blocker", "routine"]
     news: bool
     bee: str = "bee-1"
@@ -56,8 +60,8 @@ class PublishItem(_Item):
 
 
 class RelateItem(_Item):
-    a: str
-    b: str
+    a: Text
+    b: Text
     same_bee: bool
     relation: Literal["supersedes", "contradicts", "supports", "unrelated"]
     a_kind: NoteKind = "finding"
@@ -65,8 +69,8 @@ class RelateItem(_Item):
 
 
 class DeliverItem(_Item):
-    note: str
-    focus: str
+    note: Text
+    focus: Text
     useful: bool
     kind: NoteKind = "finding"
 
@@ -182,7 +186,12 @@ def _related_label(answer: Answer | None) -> str:
 
 
 async def evaluate(gates: Gates, gate: str, items: Sequence[_Item]) -> dict[str, Any]:
-    """Run every item through ``gates`` and score it. Returns the report as plain JSON-able data."""
+    """Run every item through ``gates`` and score it. Returns the report as plain JSON-able data.
+
+    Each item is asked under its own ``problem`` as the gates' goal, as a live run asks under its problem;
+    an item without one keeps the goal ``gates`` was made with.
+    """
+    default_goal = gates.goal
     gold: list[str] = []
     predicted: list[str] = []
     news_gold: list[str] = []
@@ -195,6 +204,7 @@ async def evaluate(gates: Gates, gate: str, items: Sequence[_Item]) -> dict[str,
     related_predicted: list[str] = []
     for number, item in enumerate(items, 1):
         started = time.perf_counter()
+        gates.goal = item.problem or default_goal
         row = None
         if isinstance(item, PublishItem):
             utterance = Utterance(bee=item.bee, seq=number, text=item.text)
