@@ -192,6 +192,9 @@ def resolve_run(runs_dir: Path, ref: str | None) -> RunPaths:
     ``latest`` and a prefix skip runs whose ``run.json`` cannot be read, unless no other run fits: then the
     unreadable one is returned, and reading it gives the one-line reason.
     """
+    if ref is not None and not ref.strip():
+        # Every id starts with the empty string: taking it as a prefix would pick a run nobody named.
+        raise RunNotFound("RUN is empty: give a run id, a unique prefix of one, a path, or 'latest'")
     ref = (ref or "").strip() or "latest"
     as_path = Path(ref)
     if _is_run_candidate(as_path):

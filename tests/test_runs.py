@@ -119,6 +119,14 @@ def test_an_ambiguous_prefix_with_many_matches_names_a_few_and_the_count(tmp_pat
     assert len(str(caught.value).splitlines()) == 1
 
 
+def test_an_empty_run_is_refused_not_taken_as_a_prefix_of_every_id(tmp_path: Path) -> None:
+    make_run(tmp_path, "20261130-030405-a1b2")
+    for empty in ("", "  "):
+        with pytest.raises(RunNotFound, match="RUN is empty"):
+            resolve_run(tmp_path, empty)
+    assert resolve_run(tmp_path, None).id == "20261130-030405-a1b2"  # no RUN at all means latest
+
+
 def test_an_unknown_id_is_run_not_found(tmp_path: Path) -> None:
     make_run(tmp_path, "20261130-030405-a1b2")
     with pytest.raises(RunNotFound, match="no run matches '2027'"):
@@ -131,7 +139,6 @@ def test_latest_is_the_run_started_last_whatever_its_name(tmp_path: Path) -> Non
     make_run(tmp_path, "a-run", started_at="2026-11-30T03:00:00.000Z")
     assert resolve_run(tmp_path, "latest").id == "b-run"
     assert resolve_run(tmp_path, None).id == "b-run"
-    assert resolve_run(tmp_path, "   ").id == "b-run"  # blank is not a prefix of everything
 
 
 def test_latest_skips_a_run_whose_run_json_cannot_be_read(tmp_path: Path) -> None:
