@@ -15,7 +15,7 @@ from hive.judge.base import RawAnswer, TierFailure
 from hive.judge.engine import Judge
 from hive.judge.modes import gate_modes, parse_gate_modes
 from hive.judge.questions import BooleanQuestion, ChoiceQuestion
-from hive.judge.tiers import build_tiers, parse_tiers
+from hive.judge.tiers import build_tiers, parse_tiers, resolve_tier_spec
 from hive.judge.tiers.http import HttpTier
 from hive.judge.tiers.llm import LlmTier, find_json_object, parse_verbalized
 from hive.judge.tiers.script import ScriptTier
@@ -407,3 +407,10 @@ async def test_the_race_gate_passes_over_local_to_an_llm_tier() -> None:
     assert [(call.tier, call.kept) for call in row.tiers] == [("local", []), ("llm:canned:judge", ["answers"])]
     assert "final partial batch" in model.requests[0][0][1].content
     assert not local.embedder.texts_embedded
+
+
+def test_file_paths_in_tier_specs_are_made_absolute_for_a_resume_from_elsewhere(tmp_path: Path) -> None:
+    assert resolve_tier_spec("script:rules/r.json", tmp_path) == f"script:{tmp_path / 'rules' / 'r.json'}"
+    assert resolve_tier_spec("llm:script:s.json", tmp_path) == f"llm:script:{tmp_path / 's.json'}"
+    for unchanged in ("local", "http:http://127.0.0.1:9/x", "llm:openai:gpt-4.1-mini"):
+        assert resolve_tier_spec(unchanged, tmp_path) == unchanged

@@ -63,7 +63,7 @@ def start_command(
     from hive.coordinator.options import StartOptions, check_bee_count, check_positive, check_problem, check_repo
     from hive.coordinator.options import check_runs_dir as check_runs
     from hive.judge.modes import gate_modes
-    from hive.judge.tiers import parse_tiers
+    from hive.judge.tiers import parse_tiers, resolve_tier_spec
     from hive.providers.registry import check_model_spec, resolve_spec
     from hive.roles import load_role
     from hive.runs import runs_dir_from
@@ -87,7 +87,7 @@ def start_command(
     for spec in dict.fromkeys(s for s in (model, investigator.model, verifier.model) if s):
         check_model_spec(spec)  # a missing key or script is refused now, not in a bee minutes later
     model = resolve_spec(model)
-    tier_specs = parse_tiers(judge)
+    tier_specs = [resolve_tier_spec(spec) for spec in parse_tiers(judge)]  # resumable from anywhere
     if race and all(spec == "local" for spec in tier_specs):
         typer.echo(_RACE_NEEDS_A_TIER, err=True)
     modes = gate_modes(gate_mode)

@@ -14,6 +14,7 @@ A ``--judge`` value is a comma-separated cascade, cheapest first:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from urllib.parse import urlsplit
 
 from hive.errors import SpecError
@@ -26,6 +27,19 @@ _EXAMPLE = "e.g. local,llm:openai:gpt-4.1-mini or http:http://127.0.0.1:8700/eva
 def canonical(spec: str) -> str:
     """``spec`` as the cascade records it: a bare ``http://`` or ``https://`` URL is the ``http:`` tier."""
     return f"http:{spec}" if spec.startswith(("http://", "https://")) else spec
+
+
+def resolve_tier_spec(spec: str, cwd: str | Path | None = None) -> str:
+    """``spec`` with a file path made absolute (``script:``, ``llm:script:``), for a run that may be resumed
+    from another directory."""
+    from hive.providers.registry import resolve_spec
+
+    kind, _, rest = spec.partition(":")
+    if kind == "script":
+        return f"script:{(Path(cwd or Path.cwd()) / rest).resolve()}"
+    if kind == "llm":
+        return f"llm:{resolve_spec(rest, cwd)}"
+    return spec
 
 
 def _check(spec: str) -> None:
