@@ -135,6 +135,11 @@ class Pipeline:
         self.stats.utterances += 1
         self.bees[utterance.bee].queue.put_nowait(utterance)
 
+    def stop_delivering(self, bee: str) -> None:
+        """The bee has handed in its report, or its output ended: nothing more reaches it, not even in the
+        seconds its process takes to exit. Its queued utterances are still handled."""
+        self.bees[bee].live = False
+
     def bee_done(self, bee: str) -> None:
         """The bee has an outcome: deliver nothing more to it; its queued utterances are still handled."""
         slot = self.bees[bee]

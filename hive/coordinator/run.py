@@ -355,6 +355,7 @@ class Coordinator:
                     break
                 case Ready():
                     pass
+        self.pipeline.stop_delivering(bee.id)
         code = await bee.proc.terminate(grace=5.0)
         if bee.outcome is None:
             if bee.kill_reason:
