@@ -170,7 +170,7 @@ def test_plain_mode_prints_timestamped_lines_without_control_codes() -> None:
     assert "03:00:07 delivered n-1 -> bee-2 (judge)" in lines
     assert "03:00:09 n-2 contradicts n-1 (0.70)" in lines
     assert "03:00:09 dispute d-1 opened: n-1 vs n-2" in lines
-    assert "03:00:09 conflict notice -> bee-1: n-2 contradicts n-1" in lines
+    assert "03:00:09 conflict notice -> bee-1: n-2, disputed with n-1" in lines
     assert "03:00:20 verifier verify-1 spawned on dispute d-1" in lines
     assert "03:00:31 dispute d-1 resolved: n-2 superseded by n-3" in lines
     assert "03:00:31 correction -> bee-2: n-3 replaces n-2" in lines

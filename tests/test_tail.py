@@ -56,7 +56,7 @@ def test_board_with_recipients_and_marks(runs: Path, capsys: pytest.CaptureFixtu
     ]
     assert "03:00:07 bee-3 finding 0.81 n-4 -> bee-1, bee-2 [superseded by n-5: no longer stands]" in lines
     assert "03:00:08 dispute d-1 opened: n-1 (bee-1) vs n-4 (bee-3)" in lines
-    assert "03:00:08 conflict notice -> bee-1: n-4 contradicts n-1" in lines
+    assert "03:00:08 conflict notice -> bee-1: n-4, disputed with n-1" in lines
     assert "03:00:10 verifier verify-1 spawned on dispute d-1: n-1 vs n-4" in lines
     assert "03:00:12 n-5 supersedes n-4 (0.93): n-4 no longer stands" in lines
     assert "03:00:12 dispute d-1 resolved: n-4 superseded by n-5" in lines

@@ -389,7 +389,7 @@ def plain_lines(event: LiveEvent, state: LiveState) -> list[str]:
             if event.how == "correction":
                 return [f"{t} correction -> {event.to}: {event.note} replaces {event.replaces}"]
             if event.how == "conflict":
-                return [f"{t} conflict notice -> {event.to}: {event.note} contradicts {event.replaces}"]
+                return [f"{t} conflict notice -> {event.to}: {event.note}, disputed with {event.replaces}"]
             return [f"{t} delivered {event.note} -> {event.to} ({event.how})"]
         case Relation():
             return [f"{t} {event.later} {event.relation} {event.earlier} ({event.score:.2f})"]

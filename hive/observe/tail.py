@@ -162,7 +162,7 @@ def format_item(item: TailItem, state: BoardState) -> list[str]:
             if item.how == "correction":
                 return [f"{t} correction -> {item.to}: {item.note} replaces {item.replaces}"]
             if item.how == "conflict":
-                return [f"{t} conflict notice -> {item.to}: {item.note} contradicts {item.replaces}"]
+                return [f"{t} conflict notice -> {item.to}: {item.note}, disputed with {item.replaces}"]
             author = state.notes[item.note].bee if item.note in state.notes else "?"
             return [f"{t} {item.note} ({author}) -> {item.to}, by {item.how}"]
         case Dispute():
