@@ -512,6 +512,19 @@ def test_ctrl_c_wraps_up_and_writes_a_partial_answer(hive: Hive) -> None:
     assert not bee_pids(str(hive.runs))
 
 
+def test_a_second_ctrl_c_kills_at_once_and_says_so(hive: Hive) -> None:
+    with slow_hive(hive, "--grace", "120") as (proc, run_dir):
+        wait_for(lambda: any(True for _ in notes(run_dir)))
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=60)  # well inside the 120 s grace a single Ctrl-C would give
+    assert proc.returncode == 130, err
+    busy = next(b for b in load_info(run_dir).bees if b.id == "bee-1")
+    assert (busy.outcome, busy.reason) == ("cut_short", "killed Ctrl-C twice")
+    assert not bee_pids(str(hive.runs))
+
+
 def test_a_run_interrupted_with_ctrl_c_resumes_to_a_full_answer(hive: Hive) -> None:
     run_dir, _err = interrupted_slow_hive(hive)
     stopped = {b.id: b.outcome for b in load_info(run_dir).bees}

@@ -413,7 +413,8 @@ class Coordinator:
                 await self._watch(bee, now)
             if self._kill_at is not None and now >= self._kill_at:
                 for bee in live:
-                    self._kill(bee, f"killed after the grace period ({self.stopping})")
+                    why = "Ctrl-C twice" if self._interrupts > 1 else f"after the grace period ({self.stopping})"
+                    self._kill(bee, f"killed {why}")
             if self.stopping is None:
                 await self._spawn_verifiers()
             # Done when no bee runs (a verifier may have started just now, after every investigator ended) and
