@@ -371,7 +371,14 @@ class Gates:
             )
             return PublishResult(row, False, None, 0.0)
         if self.modes["publish"] == "off":
-            return fallback
+            # The judge is not asked and nothing of it is recorded, but the utterance's decision is: its row is
+            # the only place a withheld text lives, and every utterance has exactly one publish row.
+            row = GateDecision(
+                id=self._new_id(), gate="publish", outcome="publish" if fallback.publish else "withhold",
+                source="fallback", reason="off", version=GATE_VERSIONS["publish"], mode="off",
+                kind=fallback.kind, score=fallback.score, **fields,
+            )
+            return PublishResult(row, fallback.publish, fallback.kind, fallback.score)
         state = {"note": utterance.text, "goal": self.goal, "focus": focus, "bee": utterance.bee}
         verdict = await self.judge.ask("publish", PUBLISH_QUESTIONS, state)
         judged = publish_verdict(verdict.answers)

@@ -193,10 +193,17 @@ async def test_shadow_asks_and_records_but_uses_the_fallback(tmp_path: Path) -> 
     assert row.answers["news"].p == 0.92
 
 
-async def test_off_asks_nothing_and_records_nothing(tmp_path: Path) -> None:
+async def test_off_asks_nothing_and_records_no_judgement(tmp_path: Path) -> None:
     gates = down_gates(modes={"publish": "off", "deliver": "off", "relate": "off"})
     marked = await gates.publish(said("DEAD END: retrying the export changed nothing"), focus="x", board=[])
-    assert (marked.decision, marked.publish, marked.kind) == (None, True, "dead_end")
+    assert (marked.publish, marked.kind) == (True, "dead_end")
+    # An utterance still gets its one publish row, so a withheld text is never lost; it holds no judgement.
+    plain = await gates.publish(said("Let me look at the writer next, then the database."), focus="x", board=[])
+    assert plain.publish is False and plain.decision is not None
+    row = plain.decision
+    assert (row.outcome, row.source, row.reason, row.mode, row.verdict) == ("withhold", "fallback", "off", "off", None)
+    assert (row.answers, row.tiers, row.text) == ({}, [], "Let me look at the writer next, then the database.")
+    assert marked.decision is not None and marked.decision.outcome == "publish"
     delivered = await gates.deliver(note("n-1", "rows vanish", kind="finding"), to_bee="bee-3", focus="x")
     assert (delivered.decision, delivered.deliver) == (None, False)
     related = await gates.relate(note("n-1", "a b c"), note("n-2", "a b c d", bee="bee-2"))
