@@ -266,6 +266,12 @@ async def test_llm_tier_reads_probabilities_off_logprobs_in_one_request() -> Non
     assert verdict.tokens == 103 and verdict.tiers[0].tier == "llm:canned:judge"
 
 
+async def test_a_log_probability_above_zero_is_an_invalid_response() -> None:
+    model = CannedModel(logprob_reply({"Y": 0.5, "N": -1.0}, {" B": 0.0}, text="Y B"))
+    verdict = await Judge([LlmTier(model)]).ask("publish", [NEWS, KIND], STATE)
+    assert verdict.reason == "error:invalid_response" and verdict.answers["news"].zone == "unsure"
+
+
 async def test_llm_tier_falls_back_to_verbalized_json_and_remembers() -> None:
     json_reply = ModelResponse(text='Sure! ```json\n{"news": {"p": 0.85}, "kind": {"pick": "finding", "p": 0.7}}\n```')
     model = CannedModel(ModelResponse(text="Y A"), json_reply, json_reply)

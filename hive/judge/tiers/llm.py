@@ -107,6 +107,10 @@ def json_prompt(questions: Sequence[Question], state: Mapping[str, Any]) -> str:
     )
 
 
+_LOGPROB_SLACK = 1e-6
+"""Servers round: a near-certain token may come back as 1e-7 rather than 0."""
+
+
 def _normalized(token: str) -> str:
     return token.strip().strip("`'\"*.,:;()[]").upper()
 
@@ -137,6 +141,9 @@ def _raw_from_masses(question: Question, masses: Mapping[str, float]) -> RawAnsw
 def parse_logprobs(questions: Sequence[Question], response: ModelResponse) -> dict[str, RawAnswer]:
     """Read each question's distribution off the top log probabilities of its code token, in order."""
     positions = list(response.top_logprobs or ())
+    # A log probability above 0 (a probability above 1) is not a distribution: the endpoint is broken.
+    if any(logprob > _LOGPROB_SLACK for top in positions for logprob in top.values()):
+        raise TierFailure("invalid_response", "a token log probability above 0")
     answers: dict[str, RawAnswer] = {}
     cursor = 0
     for question in questions:
