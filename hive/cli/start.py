@@ -274,8 +274,9 @@ def demo_command(
     intro = (
         "hive demo: a real hive, offline: the real coordinator, real bee processes and real read-only tools on "
         f"{opts.repo}, gated by the embedded local judge.\n"
-        f"The bees' words are scripted ({script.name}), so no API key is needed; the relate questions the local "
-        f"judge declares itself untrusted on go to a scripted judge tier ({judge_rules.name}).\n"
+        f"The bees' words are scripted ({script.name}), so no API key is needed; which relation two related notes "
+        f"have, which the local judge leaves to the next tier by design, goes to a scripted judge tier "
+        f"({judge_rules.name}).\n"
         f"A dispute spawns a verifier after {dispute_timeout:g} s here (60 s by default)."
     )
     code = run_hive(opts, as_json=as_json, mode=_view_mode(plain, quiet), intro=intro)
