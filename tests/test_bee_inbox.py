@@ -200,6 +200,9 @@ def test_split_utterances_cuts_before_each_marker_and_drops_short_pieces() -> No
     assert split_utterances("short") == []
     single = "I will now read the cache module to see how entries are cleared."
     assert split_utterances(single) == [single]
+    # A short statement the bee marked is kept: it chose to say it, so the publish gate must see it.
+    assert split_utterances("FOUND: reader.py drops the header row") == ["FOUND: reader.py drops the header row"]
+    assert split_utterances("Reading it.\nDEAD END: not the TTL.\nFOUND:") == ["DEAD END: not the TTL."]
 
 
 def test_checkpoint_statement_recognition() -> None:

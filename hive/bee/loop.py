@@ -6,7 +6,7 @@ transcript and a clock), so tests run it in-process with the doubles of :mod:`hi
 
 What the loop does besides calling the model and its tools:
 
-- **Utterances.** The bee's own prose (≥ 40 characters) goes to the coordinator as publish candidates,
+- **Utterances.** The bee's own prose (≥ 40 characters, or a marked statement) goes to the coordinator as publish candidates,
   split at ``FOUND:`` / ``DEAD END:`` / ``DECIDED:`` / ``BLOCKED:`` markers. Tool output never does.
 - **Inbox.** Delivered notes are injected as one message before the next model call. Notes that arrive
   while the bee writes its final report trigger exactly one last call.
@@ -85,7 +85,8 @@ class Toolbox(Protocol):
 
 
 def split_utterances(text: str) -> list[str]:
-    """The publish candidates in one reply's prose: one per marked statement, each ≥ 40 characters.
+    """The publish candidates in one reply's prose: one per marked statement, each ≥ 40 characters unless
+    it is marked (a short ``FOUND:`` is a statement the bee chose to make, not chatter).
 
     A reply with fewer than two markers is one piece; a reply with several is cut before each marker,
     so every ``FOUND:`` is judged on its own.
@@ -96,7 +97,13 @@ def split_utterances(text: str) -> list[str]:
     else:
         bounds = [0, *starts[1:], len(text)] if starts[0] == 0 else [0, *starts, len(text)]
         pieces = [text[a:b] for a, b in itertools.pairwise(bounds)]
-    return [p.strip() for p in pieces if len(p.strip()) >= MIN_UTTERANCE]
+    return [p.strip() for p in pieces if len(p.strip()) >= MIN_UTTERANCE or _is_marked_statement(p.strip())]
+
+
+def _is_marked_statement(piece: str) -> bool:
+    """A marker followed by some words of its own."""
+    match = _MARKER.match(piece)
+    return match is not None and len(piece[match.end():].split()) >= 2
 
 
 def is_checkpoint_statement(text: str) -> bool:
