@@ -6,8 +6,9 @@ transcript and a clock), so tests run it in-process with the doubles of :mod:`hi
 
 What the loop does besides calling the model and its tools:
 
-- **Utterances.** The bee's own prose (≥ 40 characters, or a marked statement) goes to the coordinator as publish candidates,
-  split at ``FOUND:`` / ``DEAD END:`` / ``DECIDED:`` / ``BLOCKED:`` markers. Tool output never does.
+- **Utterances.** The bee's own prose (≥ 40 characters, or a marked statement) goes to the coordinator as
+  publish candidates, split at ``FOUND:`` / ``DEAD END:`` / ``DECIDED:`` / ``BLOCKED:`` markers. Tool output
+  never does.
 - **Inbox.** Delivered notes are injected as one message before the next model call. Notes that arrive
   while the bee writes its final report trigger exactly one last call.
 - **Checkpoint.** After ``checkpoint_every`` tool calls without an utterance, the bee is asked to state
