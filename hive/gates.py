@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from hive.judge.engine import Judge, Verdict
-from hive.judge.questions import BooleanQuestion, ChoiceQuestion
+from hive.judge.questions import BooleanQuestion, ChoiceQuestion, Question
 from hive.records import (
     ANSWER_GATE,
     GATES,
@@ -95,6 +95,14 @@ ANSWERED_AT = 0.9
 
 PUBLISH_QUESTIONS = (NEWS, KIND)
 DELIVER_QUESTIONS = (USEFUL,)
+
+GATE_CONTRACT: dict[str, tuple[tuple[str, ...], tuple[Question, ...]]] = {
+    "publish": (("note", "goal", "focus", "bee"), PUBLISH_QUESTIONS),
+    "deliver": (("note", "kind", "from_bee", "focus"), DELIVER_QUESTIONS),
+    "relate": (("earlier", "later", "same_bee", "goal"), (RELATION_CROSS_BEE,)),
+    "answer": (("note", "kind", "bee", "goal"), (ANSWERS,)),
+}
+"""Each gate's state fields and questions: the public contract tiers and rule files are written against."""
 
 DUPLICATE_SHARE = 0.8
 SIMILARITY_POOL_PER_PICK = 32

@@ -137,6 +137,28 @@ def test_ask_with_bad_input_exits_2_with_one_line(capsys: pytest.CaptureFixture[
     assert err.startswith("hive: error:") and err.count("\n") == 1
 
 
+@pytest.mark.parametrize(
+    ("rule", "message"),
+    [
+        ({"gate": "publish", "answers": {"newz": 0.9}}, "publish asks news, kind, not 'newz'"),
+        ({"gate": "publish", "answers": {"kind": {"findingz": 0.9}}}, "'findingz' is not an option"),
+        ({"gate": "publish", "answers": {"kind": 0.9}}, "a choice takes option → probability"),
+        ({"gate": "publish", "answers": {"news": -3}}, "between 0 and 1"),
+        ({"gate": "deliver", "answers": {"useful": {"yes": 1.0}}}, "a boolean takes one probability"),
+        ({"gate": "relate", "answers": {"relation": {"supports": 0.8, "none": 0.5}}}, "add up to 1.30"),
+        ({"gate": "publish", "when": {"text": "x"}, "answers": {}}, "'text' is not a field of the publish state"),
+    ],
+)
+def test_a_rule_file_with_a_mistake_is_refused_when_loaded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], rule: dict[str, object], message: str
+) -> None:
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps([rule]))
+    assert main(["judge", "ask", "publish", "--note", "x", "--judge", f"script:{rules}"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("hive: error:") and err.count("\n") == 1 and message in err, err
+
+
 def test_eval_publish(capsys: pytest.CaptureFixture[str]) -> None:
     report = run_json(capsys, "judge", "eval", str(DATA / "publish.jsonl"), "--gate", "publish", "--judge", RULES)
     assert report["gate"] == "publish" and report["n"] == 6

@@ -103,9 +103,10 @@ def build_tier(spec: str) -> Tier:
         from hive.judge.tiers.http import HttpTier
 
         return HttpTier(rest)
+    from hive.gates import GATE_CONTRACT  # the gates are built on the judge: imported only here
     from hive.judge.tiers.script import ScriptTier
 
-    return ScriptTier.from_file(rest)
+    return ScriptTier.from_file(rest, contract=GATE_CONTRACT)
 
 
 def build_tiers(specs: Sequence[str]) -> list[Tier]:

@@ -29,6 +29,9 @@ from hive.judge.questions import BooleanQuestion, ChoiceQuestion, Question
 from hive.judge.tiers import DEFAULT_TIMEOUTS
 from hive.records import JUDGED_GATES
 
+Contract = Mapping[str, tuple[Sequence[str], Sequence[Question]]]
+"""gate → (its state fields, its questions), e.g. :data:`hive.gates.GATE_CONTRACT`."""
+
 
 class ScriptRule(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -63,8 +66,9 @@ class ScriptTier:
         ]
 
     @classmethod
-    def from_file(cls, path: str | Path) -> ScriptTier:
-        """Load and check a rules file; raise :class:`UsageError` (one line) if it is not usable."""
+    def from_file(cls, path: str | Path, contract: Contract | None = None) -> ScriptTier:
+        """Load and check a rules file; raise :class:`UsageError` (one line) if it is not usable. With
+        ``contract`` (gate → its state fields and questions), every rule is checked against its gate's."""
         where = Path(path)
         try:
             data = json.loads(where.read_text(encoding="utf-8"))
@@ -96,6 +100,9 @@ class ScriptTier:
                     raise UsageError(
                         f"judge script {str(where)!r}: rule {number}: bad regex for {field!r}: {e}"
                     ) from e
+            unusable = rule_problem(rule, contract) if contract is not None else None
+            if unusable:
+                raise UsageError(f"judge script {str(where)!r}: rule {number}: {unusable}")
             rules.append(rule)
         return cls(rules, id=f"script:{path}")
 
@@ -119,6 +126,40 @@ class ScriptTier:
 
     async def aclose(self) -> None:
         return None
+
+
+def rule_problem(rule: ScriptRule, contract: Contract) -> str | None:
+    """What makes ``rule`` unusable against its gate's contract (a state field or question it does not
+    have, a probability out of range, an option the question does not offer), or None. A rule file with
+    a typo would otherwise abstain, or fail, on every call without a word."""
+    if rule.gate not in contract:
+        return None
+    fields, questions = contract[rule.gate]
+    unknown = [f for f in rule.when if f not in fields]
+    if unknown:
+        return f"when: {unknown[0]!r} is not a field of the {rule.gate} state ({', '.join(fields)})"
+    by_name = {q.name: q for q in questions}
+    for name, value in rule.answers.items():
+        question = by_name.get(name)
+        if question is None:
+            return f"answers: {rule.gate} asks {', '.join(by_name)}, not {name!r}"
+        if isinstance(question, ChoiceQuestion):
+            if not isinstance(value, dict):
+                first = next(iter(question.options))
+                return f"answers.{name}: a choice takes option → probability, e.g. {{{first!r}: 0.8}}"
+            extra = [o for o in value if o not in question.options]
+            if extra:
+                return f"answers.{name}: {extra[0]!r} is not an option ({', '.join(question.options)})"
+            if sum(value.values()) > 1.02:
+                return f"answers.{name}: the probabilities add up to {sum(value.values()):.2f}, more than 1"
+            probabilities = list(value.values())
+        elif isinstance(value, dict):
+            return f"answers.{name}: a boolean takes one probability, not options"
+        else:
+            probabilities = [value]
+        if any(not 0.0 <= p <= 1.0 for p in probabilities):
+            return f"answers.{name}: probabilities must be between 0 and 1"
+    return None
 
 
 def _raw(question: Question, value: float | dict[str, float]) -> RawAnswer:
