@@ -19,7 +19,6 @@ them in, leaving every other brace alone.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from typing import Any
 
 import yaml  # type: ignore[import-untyped]  # pyyaml ships no stubs; types-PyYAML is not a dependency
 
+from hive.config import hive_home
 from hive.errors import SpecError
 from hive.tools.registry import ALL_TOOLS
 
@@ -80,10 +80,7 @@ def packaged_role_dirs() -> list[Path]:
 
 
 def user_role_dir() -> Path:
-    home = os.environ.get("HIVE_HOME")
-    if home:
-        return Path(home) / "roles"
-    return Path.home() / ".config" / "hive" / "roles"
+    return hive_home() / "roles"
 
 
 def role_dirs(cwd: Path | None = None) -> list[Path]:

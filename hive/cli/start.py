@@ -60,6 +60,7 @@ def start_command(
     quiet: bool = typer.Option(False, "--quiet", help="Print only the answer."),
 ) -> int:
     """Start a hive on PROBLEM and print its answer."""
+    from hive.config import load_config
     from hive.coordinator.options import StartOptions, check_bee_count, check_positive, check_problem, check_repo
     from hive.coordinator.options import check_runs_dir as check_runs
     from hive.judge.modes import gate_modes
@@ -90,7 +91,7 @@ def start_command(
     tier_specs = [resolve_tier_spec(spec) for spec in parse_tiers(judge)]  # resumable from anywhere
     if race and all(spec == "local" for spec in tier_specs):
         typer.echo(_RACE_NEEDS_A_TIER, err=True)
-    modes = gate_modes(gate_mode)
+    modes = gate_modes(gate_mode, config=load_config().gate_modes)
     opts = StartOptions(
         problem=text, repo=repo_path, model=model, bees=n, angles=angles, judge=tuple(tier_specs),
         gate_modes=modes, role=role, time_limit=time_limit or investigator.time_limit or 600.0, deadline=deadline,
