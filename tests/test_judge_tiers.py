@@ -272,6 +272,15 @@ async def test_a_log_probability_above_zero_is_an_invalid_response() -> None:
     assert verdict.reason == "error:invalid_response" and verdict.answers["news"].zone == "unsure"
 
 
+async def test_tokens_spent_on_an_unusable_answer_are_still_counted() -> None:
+    broken = ModelResponse(text='{"news": {"p": 1.5}, "kind": {"pick": "finding", "p": 0.7}}',
+                           usage=TokenUsage(90, 10))
+    model = CannedModel(ModelResponse(text="Y A", usage=TokenUsage(100, 3)), broken)
+    verdict = await Judge([LlmTier(model)]).ask("publish", [NEWS, KIND], STATE)
+    assert verdict.reason == "error:invalid_response"
+    assert verdict.tiers[0].tokens == 203 and verdict.tokens == 203
+
+
 async def test_llm_tier_falls_back_to_verbalized_json_and_remembers() -> None:
     json_reply = ModelResponse(text='Sure! ```json\n{"news": {"p": 0.85}, "kind": {"pick": "finding", "p": 0.7}}\n```')
     model = CannedModel(ModelResponse(text="Y A"), json_reply, json_reply)

@@ -38,10 +38,12 @@ class TierFailure(Exception):
     Kinds: timeout, unreachable, auth, rate_limited, server, bad_request, invalid_response, unexpected.
     """
 
-    def __init__(self, kind: str, detail: str = "") -> None:
+    def __init__(self, kind: str, detail: str = "", tokens: int = 0) -> None:
         super().__init__(f"{kind}: {detail}" if detail else kind)
         self.kind = kind
         self.detail = detail
+        self.tokens = tokens
+        """Tokens spent before it failed (a request answered, then its answer was unusable): still paid for."""
 
 
 class Tier(Protocol):

@@ -123,7 +123,7 @@ class Judge:
                 call["error"] = f"error:{e.kind}"
                 failures.append(e.kind)
                 log.debug("judge: %s: tier %s failed: %s", gate, tier.id, e)
-                got, used_tokens = {}, 0
+                got, used_tokens = {}, e.tokens
             except TimeoutError:
                 call["error"] = "error:timeout"
                 failures.append("timeout")
@@ -173,10 +173,14 @@ class Judge:
         async with asyncio.timeout(tier.timeout):
             result = await tier.answer(gate, asking, state)
         got: dict[str, Answer] = {}
-        for question in asking:
-            raw = result.answers.get(question.name)
-            if raw is not None:
-                got[question.name] = to_answer(question, validate(question, raw), tier.id)
+        try:
+            for question in asking:
+                raw = result.answers.get(question.name)
+                if raw is not None:
+                    got[question.name] = to_answer(question, validate(question, raw), tier.id)
+        except TierFailure as e:
+            e.tokens = result.tokens  # an unusable answer was still paid for
+            raise
         return got, result.tokens
 
     async def aclose(self) -> None:

@@ -251,7 +251,16 @@ class LlmTier:
             raise TierFailure("unreachable", str(e)) from e
 
     async def answer(self, gate: str, questions: Sequence[Question], state: Mapping[str, Any]) -> TierResult:
-        """Ask in codes with logprobs; if the endpoint gives none, ask again (and from then on) in JSON."""
+        """Ask in codes with logprobs; if the endpoint gives none, ask again (and from then on) in JSON. A
+        failure carries the tokens already spent, so the ledger counts what was paid for."""
+        spent = [0]
+        try:
+            return await self._answer(questions, state, spent)
+        except TierFailure as e:
+            e.tokens = spent[0]
+            raise
+
+    async def _answer(self, questions: Sequence[Question], state: Mapping[str, Any], spent: list[int]) -> TierResult:
         tokens = 0
         if self.logprobs is not False:
             settings = ModelSettings(
@@ -269,6 +278,7 @@ class LlmTier:
                 response = None
             if response is not None:
                 tokens += response.usage.total
+                spent[0] = tokens
                 if response.top_logprobs:
                     self.logprobs = True
                     return TierResult(
@@ -280,6 +290,7 @@ class LlmTier:
         )
         response = await self._request(json_prompt(questions, state), settings)
         tokens += response.usage.total
+        spent[0] = tokens
         return TierResult(
             answers=parse_verbalized(questions, response.text), tokens=tokens, meta={"mode": "verbalized"}
         )
