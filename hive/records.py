@@ -20,7 +20,7 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter
 
 # The vocabulary lives in hive.kinds (no heavy imports) and is re-exported here with the records using it.
 from hive.kinds import (
@@ -70,6 +70,19 @@ def parse_iso(at: str) -> _dt.datetime:
     """
     parsed = _dt.datetime.fromisoformat(at.replace("Z", "+00:00"))
     return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=_dt.UTC)
+
+
+def _iso_time(value: str) -> str:
+    try:
+        parse_iso(value)
+    except ValueError:
+        raise ValueError(f"{value!r} is not an ISO 8601 time such as 2026-11-30T03:04:05.123Z") from None
+    return value
+
+
+IsoTime = Annotated[str, AfterValidator(_iso_time), Field(json_schema_extra={"format": "date-time"})]
+"""A time as :func:`now_iso` writes it (any ISO 8601 form is read; one without a zone is UTC)."""
+Probability = Annotated[float, Field(ge=0.0, le=1.0)]
 
 
 # Schemas are built on first use, not at import: `hive --help` and a bee's start-up never pay for
@@ -135,8 +148,8 @@ class Note(Record):
     bee: str
     kind: NoteKind
     text: str
-    score: float
-    at: str = Field(default_factory=now_iso)
+    score: Probability
+    at: IsoTime = Field(default_factory=now_iso)
     utterance: str | None = None
     """Id of the utterance this note was published from (``<bee>#<seq>``)."""
     decision: str | None = None
@@ -150,8 +163,8 @@ class Relation(Record):
     later: str
     earlier: str
     relation: RelationKind
-    score: float
-    at: str = Field(default_factory=now_iso)
+    score: Probability
+    at: IsoTime = Field(default_factory=now_iso)
     same_bee: bool = False
     decision: str | None = None
 
@@ -163,7 +176,7 @@ class Dispute(Record):
     id: str
     notes: tuple[str, str]
     """(earlier, later) note ids."""
-    at: str = Field(default_factory=now_iso)
+    at: IsoTime = Field(default_factory=now_iso)
     """The contradicting relation's own timestamp: the dispute clock starts here."""
 
 
@@ -175,7 +188,7 @@ class Resolution(Record):
     superseded: str
     by: str
     """The note that superseded one side."""
-    at: str = Field(default_factory=now_iso)
+    at: IsoTime = Field(default_factory=now_iso)
 
 
 class Delivery(Record):
@@ -185,7 +198,7 @@ class Delivery(Record):
     note: str
     to: str
     how: Literal["judge", "rule", "correction", "conflict"]
-    at: str = Field(default_factory=now_iso)
+    at: IsoTime = Field(default_factory=now_iso)
     replaces: str | None = None
     """For a correction, the note that no longer stands."""
 
@@ -197,7 +210,7 @@ class Verifier(Record):
     bee: str
     dispute: str
     notes: tuple[str, str]
-    at: str = Field(default_factory=now_iso)
+    at: IsoTime = Field(default_factory=now_iso)
 
 
 BoardRecord = Annotated[
@@ -256,7 +269,7 @@ class GateDecision(Record):
 
     id: str
     gate: str
-    at: str = Field(default_factory=now_iso)
+    at: IsoTime = Field(default_factory=now_iso)
     outcome: str
     source: DecisionSource
     reason: str | None = None
@@ -272,7 +285,7 @@ class GateDecision(Record):
     earlier: str | None = None
     dispute: str | None = None
     kind: str | None = None
-    score: float | None = None
+    score: Probability | None = None
     text: str | None = None
     """For publish: the candidate's full text, so nothing withheld is lost."""
     answers: dict[str, Answer] = Field(default_factory=dict)
@@ -313,7 +326,7 @@ class BeeBrief(Record):
 class TranscriptEntry(Record):
     """One line of a bee's transcript: a message to or from its model, or a tool call and result."""
 
-    at: str = Field(default_factory=now_iso)
+    at: IsoTime = Field(default_factory=now_iso)
     event: Literal["message", "reply", "tool_call", "tool_result", "notes", "usage", "error", "report"]
     role: str | None = None
     content: str | None = None
@@ -331,7 +344,7 @@ class Ready(Record):
     bee: str
     pid: int
     protocol: int = PROTOCOL_VERSION
-    at: str = Field(default_factory=now_iso)
+    at: IsoTime = Field(default_factory=now_iso)
 
 
 class Utterance(Record):
@@ -341,7 +354,7 @@ class Utterance(Record):
     bee: str
     seq: int
     text: str
-    at: str = Field(default_factory=now_iso)
+    at: IsoTime = Field(default_factory=now_iso)
 
     @property
     def uid(self) -> str:
@@ -356,7 +369,7 @@ class Activity(Record):
     text: str
     tool: str | None = None
     step: int = 0
-    at: str = Field(default_factory=now_iso)
+    at: IsoTime = Field(default_factory=now_iso)
 
 
 class Usage(Record):
@@ -366,7 +379,7 @@ class Usage(Record):
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float | None = None
-    at: str = Field(default_factory=now_iso)
+    at: IsoTime = Field(default_factory=now_iso)
 
 
 class Received(Record):
@@ -376,7 +389,7 @@ class Received(Record):
     bee: str
     delivered: list[str] = Field(default_factory=list)
     withheld: list[str] = Field(default_factory=list)
-    at: str = Field(default_factory=now_iso)
+    at: IsoTime = Field(default_factory=now_iso)
 
 
 class Report(Record):
@@ -387,7 +400,7 @@ class Report(Record):
     text: str
     outcome: BeeOutcome
     reason: str | None = None
-    at: str = Field(default_factory=now_iso)
+    at: IsoTime = Field(default_factory=now_iso)
 
 
 BeeMessage = Annotated[Ready | Utterance | Activity | Usage | Received | Report, Field(discriminator="type")]

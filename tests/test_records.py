@@ -372,3 +372,22 @@ def test_every_ledger_row_carries_the_ledger_fields_even_when_null() -> None:
     assert written["reason"] is None and written["answers"] == {}
     assert "later" not in written and "text" not in written  # other null fields stay out
     assert GateDecision.model_validate(written) == row
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        {"type": "note", "id": "n-1", "bee": "bee-1", "kind": "finding", "text": "t", "score": 0.9, "at": "yesterday"},
+        {"type": "note", "id": "n-1", "bee": "bee-1", "kind": "finding", "text": "t", "score": 7},
+        {"type": "relation", "later": "n-2", "earlier": "n-1", "relation": "supports", "score": -0.1},
+    ],
+)
+def test_a_time_that_is_not_iso_8601_or_a_score_outside_0_1_is_refused(line: dict[str, Any]) -> None:
+    with pytest.raises(ValidationError):
+        BOARD_ADAPTER.validate_python(line)
+
+
+def test_the_schema_says_at_is_a_date_time_and_a_score_a_probability() -> None:
+    schema = Note.model_json_schema()
+    assert schema["properties"]["at"]["format"] == "date-time"
+    assert (schema["properties"]["score"]["minimum"], schema["properties"]["score"]["maximum"]) == (0.0, 1.0)
