@@ -603,7 +603,7 @@ def format_audit(report: AuditReport, *, text_width: int = 100) -> list[str]:
 
 
 def _title(report: AuditReport) -> str:
-    parts = [f"run {report.run}", report.status, f"{len(report.bees)} bees"]
+    parts = [f"run {report.run}", report.status, f"{len(report.bees)} bee{'' if len(report.bees) == 1 else 's'}"]
     if report.duration_s is not None:
         parts.append(_duration(report.duration_s))
     if report.resumed_at:
