@@ -45,6 +45,7 @@ from hive.records import (
     parse_iso,
 )
 from hive.store import JsonlWriter
+from hive.wording import plural
 
 Send = Callable[[str, list[InboxItem]], Awaitable[None]]
 Observe = Callable[[Any], None]
@@ -265,8 +266,7 @@ class Pipeline:
         by_rule = note.kind in ("decision", "blocker")
         if not by_rule and slot.plain_deliveries >= self.delivery_cap:
             self._log(self.gates.rule("deliver", "capped", note=note.id, to=slot.id, bee=note.bee,
-                                      reason=f"{slot.id} already received {self.delivery_cap} "
-                                             f"note{'' if self.delivery_cap == 1 else 's'}"))
+                                      reason=f"{slot.id} already received {plural(self.delivery_cap, 'note')}"))
             return
         if not by_rule:
             slot.plain_deliveries += 1  # reserved now: other notes are judged for this bee concurrently

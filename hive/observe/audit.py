@@ -45,6 +45,7 @@ from hive.records import (
 )
 from hive.runs import RunPaths, duration_seconds, effective_status, last_sign_of_life, load_run_info
 from hive.store import JsonlReader
+from hive.wording import plural
 
 log = logging.getLogger("hive.observe")
 
@@ -603,7 +604,7 @@ def format_audit(report: AuditReport, *, text_width: int = 100) -> list[str]:
 
 
 def _title(report: AuditReport) -> str:
-    parts = [f"run {report.run}", report.status, f"{len(report.bees)} bee{'' if len(report.bees) == 1 else 's'}"]
+    parts = [f"run {report.run}", report.status, plural(len(report.bees), "bee")]
     if report.duration_s is not None:
         parts.append(_duration(report.duration_s))
     if report.resumed_at:

@@ -42,6 +42,7 @@ from hive.records import (
     now_iso,
     parse_iso,
 )
+from hive.wording import plural
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
@@ -232,18 +233,18 @@ def panel_lines(state: LiveState, width: int, now: dt.datetime) -> list[tuple[st
     head = [
         f"⬢ hive {state.run}",
         _elapsed((now - state.started_at).total_seconds()),
-        f"{_count(len(state.bees), 'bee')}: {counts['working']} working, {counts['done']} done, "
+        f"{plural(len(state.bees), 'bee')}: {counts['working']} working, {counts['done']} done, "
         f"{counts['failed']} failed",
     ]
     disputes = len(state.board.disputes)
     open_disputes = len(state.board.open_disputes())
     board = [
-        f"board {_count(len(state.board.notes), 'note')}",
+        f"board {plural(len(state.board.notes), 'note')}",
         f"{state.withheld} withheld",
         f"{state.deliveries} {'delivery' if state.deliveries == 1 else 'deliveries'}",
-        _count(state.corrections, "correction"),
-        f"{_count(disputes, 'dispute')} ({open_disputes} open)" if disputes else "0 disputes",
-        _count(state.judge_decisions, "judge decision"),
+        plural(state.corrections, "correction"),
+        f"{plural(disputes, 'dispute')} ({open_disputes} open)" if disputes else "0 disputes",
+        plural(state.judge_decisions, "judge decision"),
         f"{_tokens(state.tokens)} tokens",
     ]
     # No price known for any call so far (a local or scripted model, or one missing from the price table).
@@ -261,7 +262,7 @@ def panel_lines(state: LiveState, width: int, now: dt.datetime) -> list[tuple[st
             row.role or "-",
             _squeeze(row.model or "-", MODEL_CELLS),
             f"step {row.step}",
-            _count(row.tool_calls, "tool call"),
+            plural(row.tool_calls, "tool call"),
             f"notes {row.notes_out} out / {row.notes_in} in",
         ]
         if row.tokens:
@@ -330,10 +331,6 @@ def _squeeze(text: str, width: int) -> str:
         return text
     head = (width - 1) // 3
     return text[:head] + "…" + text[len(text) - (width - 1 - head):]
-
-
-def _count(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def _fit(text: str, width: int) -> str:

@@ -121,10 +121,6 @@ def preview(text: str, limit: int = _PREVIEW_CHARS) -> str:
     return first
 
 
-def plural(count: int, word: str, words: str | None = None) -> str:
-    return f"{count} {word if count == 1 else (words or word + 's')}"
-
-
 # --------------------------------------------------------------------------- globs
 
 

@@ -31,10 +31,10 @@ from hive.tools.common import (
     check_args,
     decode,
     glob_matches,
-    plural,
     preview,
     truncation_marker,
 )
+from hive.wording import plural
 
 SNIFF_BYTES = 8192
 """How much of a file is looked at to decide whether it is binary (a NUL byte means binary, as git does)."""
