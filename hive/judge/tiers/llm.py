@@ -253,47 +253,42 @@ class LlmTier:
     async def answer(self, gate: str, questions: Sequence[Question], state: Mapping[str, Any]) -> TierResult:
         """Ask in codes with logprobs; if the endpoint gives none, ask again (and from then on) in JSON. A
         failure carries the tokens already spent, so the ledger counts what was paid for."""
-        spent = [0]
+        tokens = 0
         try:
-            return await self._answer(questions, state, spent)
+            if self.logprobs is not False:
+                response = await self._ask_in_codes(questions, state)
+                if response is not None:
+                    tokens += response.usage.total
+                    if response.top_logprobs:
+                        self.logprobs = True
+                        return TierResult(
+                            answers=parse_logprobs(questions, response), tokens=tokens, meta={"mode": "logprobs"}
+                        )
+                self.logprobs = False
+            settings = ModelSettings(
+                max_tokens=60 * len(questions) + 40, temperature=0.0, timeout=self.timeout, json_output=True
+            )
+            response = await self._request(json_prompt(questions, state), settings)
+            tokens += response.usage.total
+            return TierResult(
+                answers=parse_verbalized(questions, response.text), tokens=tokens, meta={"mode": "verbalized"}
+            )
         except TierFailure as e:
-            e.tokens = spent[0]
+            e.tokens = tokens
             raise
 
-    async def _answer(self, questions: Sequence[Question], state: Mapping[str, Any], spent: list[int]) -> TierResult:
-        tokens = 0
-        if self.logprobs is not False:
-            settings = ModelSettings(
-                max_tokens=2 * len(questions) + 4,
-                temperature=0.0,
-                timeout=self.timeout,
-                top_logprobs=TOP_LOGPROBS,
-            )
-            try:
-                response: ModelResponse | None = await self._request(code_prompt(questions, state), settings)
-            except TierFailure as e:
-                # some models refuse logprob requests outright (400); learn that once, then ask in JSON
-                if e.kind != "bad_request" or self.logprobs is not None:
-                    raise
-                response = None
-            if response is not None:
-                tokens += response.usage.total
-                spent[0] = tokens
-                if response.top_logprobs:
-                    self.logprobs = True
-                    return TierResult(
-                        answers=parse_logprobs(questions, response), tokens=tokens, meta={"mode": "logprobs"}
-                    )
-            self.logprobs = False
+    async def _ask_in_codes(self, questions: Sequence[Question], state: Mapping[str, Any]) -> ModelResponse | None:
+        """The reply to the code prompt with logprobs asked for; None when the endpoint refuses logprob requests
+        (400), which is learnt once."""
         settings = ModelSettings(
-            max_tokens=60 * len(questions) + 40, temperature=0.0, timeout=self.timeout, json_output=True
+            max_tokens=2 * len(questions) + 4, temperature=0.0, timeout=self.timeout, top_logprobs=TOP_LOGPROBS
         )
-        response = await self._request(json_prompt(questions, state), settings)
-        tokens += response.usage.total
-        spent[0] = tokens
-        return TierResult(
-            answers=parse_verbalized(questions, response.text), tokens=tokens, meta={"mode": "verbalized"}
-        )
+        try:
+            return await self._request(code_prompt(questions, state), settings)
+        except TierFailure as e:
+            if e.kind != "bad_request" or self.logprobs is not None:
+                raise
+            return None
 
     async def aclose(self) -> None:
         await self.model.aclose()
