@@ -202,48 +202,51 @@ async def evaluate(gates: Gates, gate: str, items: Sequence[_Item]) -> dict[str,
     cross_supersedes_wrong = 0
     related_gold: list[str] = []
     related_predicted: list[str] = []
-    for number, item in enumerate(items, 1):
-        started = time.perf_counter()
-        gates.goal = item.problem or default_goal
-        row = None
-        if isinstance(item, PublishItem):
-            utterance = Utterance(bee=item.bee, seq=number, text=item.text)
-            publish = await gates.publish(utterance, focus=item.focus, board=[])
-            row = publish.decision
-            kind = row.answers.get("kind") if row else None
-            news = row.answers.get("news") if row else None
-            kind_label = "routine" if kind and kind.zone == "escape" else (kind.pick or "") if kind else ""
-            predicted.append(_zone_label(kind.zone if kind else None, kind_label))
-            gold.append(item.kind)
-            news_label = "true" if news and news.zone == "yes" else "false"
-            news_predicted.append(_zone_label(news.zone if news else None, news_label))
-            news_gold.append("true" if item.news else "false")
-        elif isinstance(item, RelateItem):
-            earlier = Note(id=f"{item.id or number}-a", bee="bee-1", kind=item.a_kind, text=item.a, score=1.0)
-            later_bee = "bee-1" if item.same_bee else "bee-2"
-            later = Note(id=f"{item.id or number}-b", bee=later_bee, kind=item.b_kind, text=item.b, score=1.0)
-            relate = await gates.relate(earlier, later)
-            row = relate.decision
-            confident = row is not None and row.source == "judge"
-            label = (relate.relation or "unrelated") if confident else UNSURE
-            expected = "supersedes" if item.same_bee and item.relation == "contradicts" else item.relation
-            predicted.append(label)
-            gold.append(expected)
-            if not item.same_bee and label == "supersedes" and expected != "supersedes":
-                cross_supersedes_wrong += 1
-            related_gold.append("unrelated" if item.relation == "unrelated" else "related")
-            related_predicted.append(_related_label(row.answers.get("relation") if row else None))
-        elif isinstance(item, DeliverItem):
-            note = Note(id=f"{item.id or number}", bee="bee-1", kind=item.kind, text=item.note, score=1.0)
-            deliver = await gates.deliver(note, to_bee="bee-2", focus=item.focus)
-            row = deliver.decision
-            confident = row is not None and row.source in ("judge", "rule")
-            predicted.append(("true" if deliver.deliver else "false") if confident else UNSURE)
-            gold.append("true" if item.useful else "false")
-        latencies.append((time.perf_counter() - started) * 1000)
-        if row is not None:
-            tokens += row.tokens
-            errors += any(call.error for call in row.tiers)
+    try:
+        for number, item in enumerate(items, 1):
+            started = time.perf_counter()
+            gates.goal = item.problem or default_goal
+            row = None
+            if isinstance(item, PublishItem):
+                utterance = Utterance(bee=item.bee, seq=number, text=item.text)
+                publish = await gates.publish(utterance, focus=item.focus, board=[])
+                row = publish.decision
+                kind = row.answers.get("kind") if row else None
+                news = row.answers.get("news") if row else None
+                kind_label = "routine" if kind and kind.zone == "escape" else (kind.pick or "") if kind else ""
+                predicted.append(_zone_label(kind.zone if kind else None, kind_label))
+                gold.append(item.kind)
+                news_label = "true" if news and news.zone == "yes" else "false"
+                news_predicted.append(_zone_label(news.zone if news else None, news_label))
+                news_gold.append("true" if item.news else "false")
+            elif isinstance(item, RelateItem):
+                earlier = Note(id=f"{item.id or number}-a", bee="bee-1", kind=item.a_kind, text=item.a, score=1.0)
+                later_bee = "bee-1" if item.same_bee else "bee-2"
+                later = Note(id=f"{item.id or number}-b", bee=later_bee, kind=item.b_kind, text=item.b, score=1.0)
+                relate = await gates.relate(earlier, later)
+                row = relate.decision
+                confident = row is not None and row.source == "judge"
+                label = (relate.relation or "unrelated") if confident else UNSURE
+                expected = "supersedes" if item.same_bee and item.relation == "contradicts" else item.relation
+                predicted.append(label)
+                gold.append(expected)
+                if not item.same_bee and label == "supersedes" and expected != "supersedes":
+                    cross_supersedes_wrong += 1
+                related_gold.append("unrelated" if item.relation == "unrelated" else "related")
+                related_predicted.append(_related_label(row.answers.get("relation") if row else None))
+            elif isinstance(item, DeliverItem):
+                note = Note(id=f"{item.id or number}", bee="bee-1", kind=item.kind, text=item.note, score=1.0)
+                deliver = await gates.deliver(note, to_bee="bee-2", focus=item.focus)
+                row = deliver.decision
+                confident = row is not None and row.source in ("judge", "rule")
+                predicted.append(("true" if deliver.deliver else "false") if confident else UNSURE)
+                gold.append("true" if item.useful else "false")
+            latencies.append((time.perf_counter() - started) * 1000)
+            if row is not None:
+                tokens += row.tokens
+                errors += any(call.error for call in row.tiers)
+    finally:
+        gates.goal = default_goal  # the caller's gates are left as they were given
     scores = score_labels(gold, predicted)
     report: dict[str, Any] = {
         "gate": gate,
