@@ -473,6 +473,48 @@ def test_a_killed_run_resumes_where_it_stopped(hive: Hive) -> None:
     assert not bee_pids(str(hive.runs))
 
 
+def test_a_bee_started_again_by_resume_gets_the_correction_it_missed_while_it_was_down(hive: Hive) -> None:
+    supersedes = {"gate": "relate", "when": {"later": "multiple of BATCH"},
+                  "answers": {"relation": {"supersedes": 0.95}}}
+    judge = write_judge(hive.root, [*publish_rules(), ROUTINE_DELIVER, supersedes])
+    script = write_script(hive.root, {
+        "bee-1": [turn("FOUND: app/export.py:5 drops the final partial batch of every export run.", ls()),
+                  turn("Thinking about this for a while before the next step of the investigation.", ls(), 6.0),
+                  report()],
+        # bee-2 supersedes bee-1's note once bee-1 is down, and is still busy when the coordinator dies.
+        "bee-2": [turn("Reading the export module and its batching before saying anything.", ls(), 5.0),
+                  turn("FOUND: app/export.py:5 drops rows only when the count is not a multiple of BATCH = 250.",
+                       ls()),
+                  turn("Checking the writer module as well, to be thorough about it.", ls(), 4.0),
+                  report()],
+    })
+    proc = hive.start(script, f"script:{judge}", "--angle", "a", "--angle", "b")
+    try:
+        wait_for(lambda: len(bee_pids(str(hive.runs))) == 2)
+        run_dir = only_run(hive.runs)
+        wait_for(lambda: len(notes(run_dir)) == 1)
+        for pid in bee_pids(f"{run_dir}/bees/bee-1/"):
+            os.kill(pid, signal.SIGKILL)
+        wait_for(lambda: any(isinstance(r, Relation) for r in board(run_dir)))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+    finally:
+        proc.kill()
+    wait_for(lambda: not bee_pids(str(hive.runs)), timeout=10)
+    assert not [r for r in board(run_dir) if isinstance(r, Delivery)]  # bee-1 was down when n-0001 was superseded
+
+    resumed = run_hive(["resume", "--runs-dir", str(hive.runs)], cwd=hive.root)
+
+    assert resumed.returncode == 0, resumed.stderr
+    corrections = [r for r in board(run_dir) if isinstance(r, Delivery)]
+    assert [(d.note, d.to, d.how, d.replaces) for d in corrections] == [("n-0002", "bee-1", "correction", "n-0001")]
+    rows = [r for r in gates(run_dir) if r.gate == "correct"]
+    assert [(r.to, r.reason) for r in rows] == [("bee-1", "n-0002 supersedes n-0001 (missed while bee-1 was stopped)")]
+    read = [e for e in transcript_entries(run_dir, "bee-1") if e.event == "notes"]
+    assert [n for e in read for n in (e.data or {}).get("delivered", [])] == ["n-0002"]
+    assert "not a multiple of BATCH = 250" in transcript_text(run_dir, "bee-1")
+
+
 def test_resume_refuses_a_running_or_finished_run_in_one_line(hive: Hive) -> None:
     judge = write_judge(hive.root, [*publish_rules(), ROUTINE_DELIVER])
     with slow_hive(hive) as (_proc, run_dir):

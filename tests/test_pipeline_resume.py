@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hive.coordinator.pipeline import Pipeline
+from hive.board import fold
+from hive.coordinator.pipeline import Pipeline, missed_notices
 from hive.coordinator.resume import unread_items
 from hive.gates import Gates, sequential_ids
 from hive.judge.engine import Judge
@@ -99,3 +100,74 @@ def test_what_a_bee_never_read_is_handed_over_again() -> None:
         InboxItem(kind="note", note="n-0003", bee="bee-3", note_kind="decision", text="DECIDED: fix the loop bound."),
     ]
     assert unread_items("bee-1", board, [TranscriptEntry(event="notes", data={"withheld": ["n-0003"]})]) == []
+
+
+def stopped_bee_board() -> list[BoardRecord]:
+    """bee-1 posted n-0001 and was handed n-0002, then stopped; meanwhile bee-2 superseded n-0001 (and was
+    superseded in turn by bee-3), and bee-3 contradicted n-0002. bee-1 heard of none of it."""
+    return [
+        Note(id="n-0001", bee="bee-1", kind="finding", text="FOUND: export.py:5 skips the last batch.", score=0.9),
+        Note(id="n-0002", bee="bee-2", kind="finding", text="FOUND: the writer flushes every 250 rows.", score=0.9),
+        Delivery(note="n-0002", to="bee-1", how="judge"),
+        Note(id="n-0003", bee="bee-2", kind="finding", text="FOUND: export.py:5 skips the last 3 rows.", score=0.9),
+        Relation(later="n-0003", earlier="n-0001", relation="supersedes", score=0.95),
+        Note(id="n-0004", bee="bee-3", kind="finding", text="FOUND: export.py:5 skips rows % 250.", score=0.9),
+        Relation(later="n-0004", earlier="n-0003", relation="supersedes", score=0.95),
+        Delivery(note="n-0004", to="bee-2", how="correction", replaces="n-0003"),
+        Note(id="n-0005", bee="bee-3", kind="finding", text="FOUND: the writer never flushes.", score=0.9),
+        Relation(later="n-0005", earlier="n-0002", relation="contradicts", score=0.9),
+        Dispute(id="d-1", notes=("n-0002", "n-0005"), at="2026-11-30T09:00:00.000Z"),
+        Delivery(note="n-0005", to="bee-2", how="conflict", replaces="n-0002"),
+    ]
+
+
+def test_a_stopped_bee_is_owed_the_corrections_and_conflict_notices_it_missed() -> None:
+    board = stopped_bee_board()
+    state = fold(board)
+    owed = [(m.delivery.how, m.delivery.note, m.delivery.replaces, m.dispute) for m in
+            missed_notices("bee-1", board, state)]
+    # A chain of corrections in board order, then the dispute over a note it was handed, carrying the new side.
+    assert owed == [("correction", "n-0003", "n-0001", None), ("correction", "n-0004", "n-0003", None),
+                    ("conflict", "n-0005", "n-0002", "d-1")]
+    # bee-2 was live throughout: it had its conflict notice, and the bee that supersedes is never corrected.
+    assert missed_notices("bee-2", board, state) == []
+    # A bee that holds none of these notes is owed nothing.
+    assert missed_notices("bee-4", board, state) == []
+
+
+def test_a_notice_already_handed_over_is_not_owed_again() -> None:
+    board = [*stopped_bee_board(),
+             Delivery(note="n-0003", to="bee-1", how="correction", replaces="n-0001"),
+             Delivery(note="n-0005", to="bee-1", how="conflict", replaces="n-0002")]
+    owed = missed_notices("bee-1", board, fold(board))
+    assert [(m.delivery.note, m.delivery.replaces) for m in owed] == [("n-0004", "n-0003")]
+
+
+async def test_a_restarted_bee_catches_up_with_records_as_if_it_had_been_live(tmp_path: Path) -> None:
+    async def send(bee: str, items: list[InboxItem]) -> None:
+        raise AssertionError("a catch-up goes to the bee's first inbox, not through send")
+
+    judge = Judge([ScriptTier([])])
+    with JsonlWriter(tmp_path / "board.jsonl") as board, JsonlWriter(tmp_path / "gate.jsonl") as gate_log:
+        pipeline = Pipeline(Gates(judge, goal="Why does the export drop rows?"), board, gate_log, send)
+        for bee in ("bee-1", "bee-2", "bee-3"):
+            pipeline.add_bee(bee, f"the angle of {bee}")
+        pipeline.restore(stopped_bee_board())
+        items = pipeline.catch_up("bee-1", stopped_bee_board())
+        assert pipeline.catch_up("bee-2", stopped_bee_board()) == []
+    await judge.aclose()
+
+    assert [(i.kind, i.note, i.replaces, i.other_bee) for i in items] == [
+        ("correction", "n-0003", "n-0001", "bee-1"), ("correction", "n-0004", "n-0003", "bee-2"),
+        ("conflict", "n-0005", "n-0002", "bee-2")]
+    assert pipeline.bees["bee-1"].holds >= {"n-0001", "n-0002", "n-0003", "n-0004", "n-0005"}
+    written = read_all(tmp_path / "board.jsonl", BOARD_ADAPTER)[0]
+    assert [(r.note, r.to, r.how) for r in written if isinstance(r, Delivery)] == [
+        ("n-0003", "bee-1", "correction"), ("n-0004", "bee-1", "correction"), ("n-0005", "bee-1", "conflict")]
+    rows, _ = read_all(tmp_path / "gate.jsonl", GateDecision)
+    assert [(r.gate, r.outcome, r.to, r.dispute) for r in rows] == [
+        ("correct", "deliver", "bee-1", None), ("correct", "deliver", "bee-1", None),
+        ("conflict", "deliver", "bee-1", "d-1")]
+    assert rows[2].reason == "n-0005 contradicts n-0002 (missed while bee-1 was stopped)"
+    # Caught up once: a second look owes nothing.
+    assert missed_notices("bee-1", [*stopped_bee_board(), *written], pipeline.state) == []

@@ -26,7 +26,7 @@ import itertools
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from hive.board import BoardState, DisputeState
 from hive.gates import Gates, highest_number, select_related
@@ -129,6 +129,27 @@ class Pipeline:
                 slot.holds.update(n for n in (record.note, record.replaces) if n is not None)
                 slot.plain_deliveries += record.how == "judge"
         self.answered = self.state.notes.get(answered) if answered else None
+
+    def catch_up(self, bee: str, records: Sequence[BoardRecord]) -> list[InboxItem]:
+        """Hand a bee that ``hive resume`` starts again the corrections and conflict notices it missed while
+        it was stopped (``records``: the board :meth:`restore` took up), with the records they would have had
+        if it had been live. The items are for the bee's first inbox."""
+        slot = self.bees[bee]
+        items = []
+        for missed in missed_notices(bee, records, self.state):
+            delivery = missed.delivery
+            correction = delivery.how == "correction"
+            self._log(self.gates.rule(
+                "correct" if correction else "conflict", "deliver", to=bee, note=delivery.note,
+                earlier=missed.earlier, later=missed.later, dispute=missed.dispute,
+                reason=f"{missed.later} {'supersedes' if correction else 'contradicts'} {missed.earlier}"
+                       f" (missed while {bee} was stopped)"))
+            slot.holds.update(n for n in (delivery.note, delivery.replaces) if n is not None)
+            self._append(delivery)
+            self.stats.deliveries += 1
+            self.stats.corrections += correction
+            items.append(inbox_item(delivery, self.state.notes))
+        return items
 
     def submit(self, utterance: Utterance) -> None:
         """Queue an utterance for its bee's worker. Never blocks the caller."""
@@ -317,6 +338,43 @@ class Pipeline:
 
     def notes_of(self, ids: Sequence[str]) -> list[Note]:
         return [self.state.notes[i] for i in ids if i in self.state.notes]
+
+
+class MissedNotice(NamedTuple):
+    delivery: Delivery
+    earlier: str
+    later: str
+    dispute: str | None = None
+
+
+def missed_notices(bee: str, records: Sequence[BoardRecord], state: BoardState) -> list[MissedNotice]:
+    """The corrections and conflict notices ``bee`` would have been sent had it been live, and was not
+    (pure; ``state`` is ``records`` folded). What it holds is what it posted or was handed; a correction is
+    owed for each of its notes another bee superseded, a conflict notice for each open dispute it holds a
+    side of, carrying the side it has not seen (the later one if it has both), as :class:`Pipeline` sends
+    them live."""
+    holds = {n.id for n in state.notes.values() if n.bee == bee}
+    told: set[tuple[str, frozenset[str | None]]] = set()
+    for r in records:
+        if isinstance(r, Delivery) and r.to == bee:
+            holds.update(n for n in (r.note, r.replaces) if n is not None)
+            told.add((r.how, frozenset((r.note, r.replaces))))
+    missed: list[MissedNotice] = []
+    for earlier, later in state.superseded.items():  # in board order, so a chain of corrections stays in order
+        owed = earlier in holds and state.notes[later].bee != bee
+        if owed and ("correction", frozenset((later, earlier))) not in told:
+            correction = Delivery(note=later, to=bee, how="correction", replaces=earlier)
+            missed.append(MissedNotice(correction, earlier, later))
+            holds.add(later)
+    for dispute in state.open_disputes():
+        earlier, later = dispute.notes
+        if not {earlier, later} & holds or ("conflict", frozenset(dispute.notes)) in told:
+            continue
+        new, old = (earlier, later) if later in holds and earlier not in holds else (later, earlier)
+        missed.append(MissedNotice(Delivery(note=new, to=bee, how="conflict", replaces=old), earlier, later,
+                                   dispute.id))
+        holds.add(new)
+    return missed
 
 
 def inbox_item(delivery: Delivery, notes: Mapping[str, Note]) -> InboxItem:

@@ -242,6 +242,9 @@ class Coordinator:
                 pipeline.add_bee(bee.id, bee.angle).live = bee.outcome is None
             if self.earlier is not None:
                 pipeline.restore(self.earlier.board, answered=self.earlier.answered)
+                for bee in self.bees.values():
+                    if bee.resume:
+                        bee.unread += pipeline.catch_up(bee.id, self.earlier.board)
             async with asyncio.TaskGroup() as tg:
                 self._tasks = tg
                 for bee in list(self.bees.values()):
