@@ -141,6 +141,31 @@ async def test_tool_input_that_is_not_an_object_is_a_tool_error(api: LocalHTTPSe
     assert (call.id, call.name, call.arguments) == ("toolu_9", "read", {})
 
 
+async def test_tool_use_with_a_name_or_id_of_the_wrong_type_is_a_tool_error(api: LocalHTTPServer) -> None:
+    api.reply(
+        message(
+            {"type": "tool_use", "id": "toolu_1", "name": 42, "input": {}},
+            {"type": "tool_use", "id": 3, "name": "read", "input": {"path": "a.py"}},
+        )
+    )
+    model = claude(api)
+    reply = await model.request([Message("user", "go")], tools=[READ])
+    await model.aclose()
+    numbered_name, numbered_id = reply.tool_calls
+    assert numbered_name.error == "malformed tool call: the tool name is not a string"
+    assert (numbered_name.id, numbered_name.name) == ("toolu_1", "")
+    assert numbered_id == ToolCall("3", "read", {"path": "a.py"})
+
+
+async def test_usage_out_of_range_is_an_invalid_response_not_a_crash(api: LocalHTTPServer) -> None:
+    api.reply(message(text("done"), usage={"input_tokens": 12, "output_tokens": 10**40}))
+    model = claude(api)
+    with pytest.raises(ProviderError) as caught:
+        await model.request([Message("user", "q")])
+    await model.aclose()
+    assert caught.value.kind == "invalid_response"
+
+
 async def test_overloaded_then_rate_limited_then_success(api: LocalHTTPServer) -> None:
     overloaded = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
     api.reply(overloaded, status=529)

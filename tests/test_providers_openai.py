@@ -179,6 +179,73 @@ async def test_malformed_tool_arguments_become_a_tool_error_not_a_crash(api: Loc
     assert api.requests[1].json()["messages"][1]["tool_calls"][0]["function"]["arguments"] == broken
 
 
+async def test_tool_calls_with_a_name_or_id_of_the_wrong_type_are_tool_errors(api: LocalHTTPServer) -> None:
+    api.reply(
+        completion(
+            None,
+            tool_calls=[
+                {"id": "call_1", "type": "function", "function": {"name": ["grep"], "arguments": "{}"}},
+                {"id": 7, "type": "function", "function": {"name": "grep", "arguments": '{"pattern": "x"}'}},
+                {"id": None, "type": "function", "function": {"name": {"n": 1}, "arguments": "{}"}},
+            ],
+        )
+    )
+    model = openai_model(api)
+    reply = await model.request([Message("user", "go")], tools=[GREP])
+    await model.aclose()
+    listed, numbered, nameless = reply.tool_calls
+    assert listed.error == nameless.error == "malformed tool call: the tool name is not a string"
+    assert (listed.id, listed.name, nameless.id, nameless.name) == ("call_1", "", "call-2", "")
+    assert numbered == ToolCall("7", "grep", {"pattern": "x"})
+
+
+@pytest.mark.parametrize(
+    "usage",
+    [
+        {"prompt_tokens": -5, "completion_tokens": 3},
+        {"prompt_tokens": 10**30, "completion_tokens": 12},
+        {"prompt_tokens": 1e400, "completion_tokens": 1},
+        {"prompt_tokens": 1, "completion_tokens": True},
+    ],
+)
+async def test_usage_that_is_not_a_count_is_an_invalid_response_not_a_crash(
+    api: LocalHTTPServer, usage: dict[str, Any]
+) -> None:
+    payload = completion("fine")
+    payload["usage"] = usage
+    api.reply(json.dumps(payload).replace("Infinity", "1e400"))
+    model = openai_model(api)
+    with pytest.raises(ProviderError) as caught:
+        await model.request([Message("user", "go")])
+    await model.aclose()
+    assert caught.value.kind == "invalid_response"
+    assert "token count" in str(caught.value)
+
+
+async def test_usage_counts_sent_as_text_or_whole_floats_are_counted(api: LocalHTTPServer) -> None:
+    payload = completion("fine")
+    payload["usage"] = {"prompt_tokens": "12", "completion_tokens": 7.0}
+    api.reply(payload)
+    model = openai_model(api)
+    reply = await model.request([Message("user", "go")])
+    await model.aclose()
+    assert (reply.usage.input_tokens, reply.usage.output_tokens) == (12, 7)
+
+
+async def test_content_given_as_a_list_of_parts_is_the_text(api: LocalHTTPServer) -> None:
+    payload = completion(None)
+    payload["choices"][0]["message"]["content"] = [
+        {"type": "text", "text": "FOUND: the batch "},
+        {"type": "image_url", "image_url": {"url": "x"}},
+        {"type": "text", "text": "is never flushed."},
+    ]
+    api.reply(payload)
+    model = openai_model(api)
+    reply = await model.request([Message("user", "go")])
+    await model.aclose()
+    assert reply.text == "FOUND: the batch is never flushed."
+
+
 async def test_top_logprobs_are_asked_for_and_parsed(api: LocalHTTPServer) -> None:
     logprobs = {
         "content": [

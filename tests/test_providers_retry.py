@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import gzip
 import random
 import socket
 from collections.abc import Iterator
@@ -12,6 +13,7 @@ import pytest
 
 from hive.providers.base import ProviderError
 from hive.providers.retry import (
+    MAX_RESPONSE_BYTES,
     REDACTED,
     RetryPolicy,
     backoff_delay,
@@ -210,3 +212,47 @@ async def test_secrets_never_reach_the_error(api: LocalHTTPServer) -> None:
     assert key not in str(caught.value)
     assert caught.value.body is not None and key not in caught.value.body
     assert caught.value.kind == "auth"
+
+
+async def test_a_body_that_cannot_be_decoded_is_retried_not_raised_raw(api: LocalHTTPServer) -> None:
+    api.reply(b"not gzip at all", headers={"content-encoding": "gzip"})
+    api.reply({"ok": True})
+    response = await _send(api)
+    assert response.json() == {"ok": True}
+    assert len(api.requests) == 2
+
+    for _ in range(3):
+        api.reply(b"not gzip at all", headers={"content-encoding": "gzip"})
+    with pytest.raises(ProviderError) as caught:
+        await _send(api)
+    assert caught.value.kind == "invalid_response"
+    assert "could not be decoded" in str(caught.value)
+
+
+async def test_a_body_past_the_cap_fails_without_retrying(api: LocalHTTPServer) -> None:
+    api.reply({"text": "x" * 5000})
+    with pytest.raises(ProviderError) as caught:
+        await _send(api, max_bytes=1000)
+    assert caught.value.kind == "invalid_response"
+    assert str(caught.value) == "test:model: the response is larger than 1000 bytes (after 1 attempt)"
+    assert len(api.requests) == 1
+
+
+async def test_a_compressed_body_is_capped_as_it_is_decoded(api: LocalHTTPServer) -> None:
+    # A few kilobytes on the wire, 64 MiB and more once decoded: the cap counts what would be held in memory.
+    bomb = gzip.compress(b" " * (MAX_RESPONSE_BYTES + 1), compresslevel=9)
+    assert len(bomb) < MAX_RESPONSE_BYTES // 100
+    api.reply(bomb, headers={"content-encoding": "gzip"})
+    with pytest.raises(ProviderError) as caught:
+        await _send(api)
+    assert caught.value.kind == "invalid_response"
+    assert f"larger than {MAX_RESPONSE_BYTES} bytes" in str(caught.value)
+
+
+async def test_a_streamed_response_is_read_whole_and_closed(api: LocalHTTPServer) -> None:
+    api.reply(gzip.compress(b'{"ok": true}'), headers={"content-encoding": "gzip", "x-request-id": "r1"})
+    async with httpx.AsyncClient(base_url=api.url) as client:
+        response = await send_with_retry(
+            lambda: client.send(client.build_request("POST", "/x", json={}), stream=True), policy=FAST, label="t"
+        )
+    assert (response.status_code, response.json(), response.headers["x-request-id"]) == (200, {"ok": True}, "r1")

@@ -19,6 +19,8 @@ from hive.providers.base import (
     TokenUsage,
     ToolCall,
     ToolSpec,
+    token_count,
+    tool_call_id,
 )
 from hive.providers.prices import cost_usd
 from hive.providers.retry import RetryPolicy, scrub, send_with_retry
@@ -97,10 +99,20 @@ def parse_response(payload: Any, *, model: str) -> ModelResponse:
         if block.get("type") == "text" and isinstance(block.get("text"), str):
             texts.append(block["text"])
         elif block.get("type") == "tool_use":
-            call_id = block.get("id") or f"call-{index}"
+            call_id = tool_call_id(block.get("id"), index)
             name = block.get("name") or ""
             arguments = block.get("input")
-            if isinstance(arguments, dict):
+            if not isinstance(name, str):
+                calls.append(
+                    ToolCall(
+                        id=call_id,
+                        name="",
+                        arguments={},
+                        error="malformed tool call: the tool name is not a string",
+                        raw=repr(block),
+                    )
+                )
+            elif isinstance(arguments, dict):
                 calls.append(ToolCall(id=call_id, name=name, arguments=arguments))
             else:
                 calls.append(
@@ -117,8 +129,8 @@ def parse_response(payload: Any, *, model: str) -> ModelResponse:
     # Cached prompt tokens are counted (and priced) as plain input: hive does not ask for prompt caching.
     input_tokens = 0
     for name in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"):
-        input_tokens += int(usage.get(name) or 0)
-    output_tokens = int(usage.get("output_tokens") or 0)
+        input_tokens += token_count(usage.get(name))
+    output_tokens = token_count(usage.get("output_tokens"))
     return ModelResponse(
         text="\n\n".join(t for t in texts if t),
         tool_calls=tuple(calls),
@@ -176,7 +188,7 @@ class AnthropicModel:
         client = self._http()
         secrets = (self._api_key,)
         response = await send_with_retry(
-            lambda: client.post("/v1/messages", json=body),
+            lambda: client.send(client.build_request("POST", "/v1/messages", json=body), stream=True),
             policy=self.retry,
             label=self.name,
             timeout=settings.timeout,

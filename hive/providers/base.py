@@ -84,6 +84,35 @@ class ModelResponse:
     """Per output token, the most likely tokens and their log probabilities, when asked for and given."""
 
 
+MAX_TOKEN_COUNT = 1 << 40
+"""More tokens than any call can use: a usage figure above it is garbage from the server, not a count."""
+
+
+def token_count(value: Any) -> int:
+    """A usage figure from a provider's response as a count of tokens (0 when it is missing).
+
+    Raises ``ValueError`` (the parsers' signal for an invalid response) for anything that is not a count:
+    a list, a boolean, a negative or absurdly large number, infinity or NaN (JSON's ``1e400``).
+    """
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ValueError(f"token count {value!r:.40} is not a number")
+    count = float(value)
+    if not 0 <= count <= MAX_TOKEN_COUNT:
+        raise ValueError(f"token count {value!r:.40} is out of range")
+    return int(count)
+
+
+def tool_call_id(value: Any, index: int) -> str:
+    """A tool call's id from the wire: a string as sent, a number as its text, else one made from its index."""
+    if isinstance(value, str) and value:
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    return f"call-{index}"
+
+
 @runtime_checkable
 class Model(Protocol):
     """A chat model that may call tools. Implementations must be safe to call from one task at a time."""

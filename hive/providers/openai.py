@@ -17,6 +17,8 @@ from hive.providers.base import (
     TokenUsage,
     ToolCall,
     ToolSpec,
+    token_count,
+    tool_call_id,
 )
 from hive.providers.prices import cost_usd
 from hive.providers.retry import RetryPolicy, scrub, send_with_retry
@@ -95,8 +97,13 @@ def parse_tool_call(index: int, wire: Any) -> ToolCall:
         return ToolCall(
             id=f"call-{index}", name="", arguments={}, error="malformed tool call", raw=json.dumps(wire)
         )
-    call_id = wire.get("id") or f"call-{index}"
+    call_id = tool_call_id(wire.get("id"), index)
     name = function.get("name") or ""
+    if not isinstance(name, str):
+        return ToolCall(
+            id=call_id, name="", arguments={}, error="malformed tool call: the tool name is not a string",
+            raw=json.dumps(wire),
+        )
     raw = function.get("arguments")
     if isinstance(raw, dict):  # some compatible servers send the object itself
         return ToolCall(id=call_id, name=name, arguments=raw)
@@ -126,8 +133,7 @@ def parse_response(payload: Any, *, provider: str, model: str) -> ModelResponse:
     message = choice.get("message")
     if not isinstance(message, dict):
         raise ValueError("choice has no message")
-    content = message.get("content")
-    text = content if isinstance(content, str) else ""
+    text = _content_text(message.get("content"))
     wire_calls = message.get("tool_calls") or []
     if not isinstance(wire_calls, list):
         raise ValueError("tool_calls is not a list")
@@ -144,11 +150,23 @@ def parse_response(payload: Any, *, provider: str, model: str) -> ModelResponse:
     )
 
 
+def _content_text(content: Any) -> str:
+    """A message's text: a string, or (as some compatible servers send it) a list of content parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            part["text"] for part in content if isinstance(part, dict) and isinstance(part.get("text"), str)
+            and part.get("type", "text") in ("text", "output_text")
+        )
+    return ""
+
+
 def _parse_usage(wire: Any, *, provider: str, model: str) -> TokenUsage:
     if not isinstance(wire, dict):
         return TokenUsage()
-    input_tokens = int(wire.get("prompt_tokens") or 0)
-    output_tokens = int(wire.get("completion_tokens") or 0)
+    input_tokens = token_count(wire.get("prompt_tokens"))
+    output_tokens = token_count(wire.get("completion_tokens"))
     return TokenUsage(input_tokens, output_tokens, cost_usd(provider, model, input_tokens, output_tokens))
 
 
@@ -223,7 +241,7 @@ class OpenAIChatModel:
         body = build_request(self.model, messages, tools, settings, max_tokens_field=field)
         client = self._http()
         response = await send_with_retry(
-            lambda: client.post("/chat/completions", json=body),
+            lambda: client.send(client.build_request("POST", "/chat/completions", json=body), stream=True),
             policy=self.retry,
             label=self.name,
             timeout=settings.timeout,

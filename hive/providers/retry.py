@@ -1,8 +1,9 @@
 """Retries for provider calls: exponential backoff with jitter, ``Retry-After``, a hard per-request timeout.
 
-Retried: HTTP 408, 409, 429 and 5xx, timeouts, and dropped or refused connections. Not retried: other 4xx
-(a bad key or a bad request stays bad). A server that asks for a longer wait than
-:attr:`RetryPolicy.max_retry_after` is not waited for: the call fails at once, saying how long it asked for.
+Retried: HTTP 408, 409, 429 and 5xx, timeouts, dropped or refused connections, and bodies that cannot be
+decoded (a corrupt ``Content-Encoding``). Not retried: other 4xx (a bad key or a bad request stays bad), and a
+body larger than :data:`MAX_RESPONSE_BYTES`, which is never read past that. A server that asks for a longer wait
+than :attr:`RetryPolicy.max_retry_after` is not waited for: the call fails at once, saying how long it asked for.
 
 The decisions (:func:`classify_status`, :func:`parse_retry_after`, :func:`next_delay`) are pure functions;
 :func:`send_with_retry` is the only part that waits or does I/O.
@@ -28,6 +29,9 @@ if TYPE_CHECKING:
 REDACTED = "[redacted]"
 _KEY_LIKE = re.compile(r"\b(?:sk|key|api)[-_][A-Za-z0-9_\-*.]{6,}", re.IGNORECASE)
 _BODY_LIMIT = 2000
+MAX_RESPONSE_BYTES = 64 << 20
+"""Bytes of one response body read at most (decoded). A chat completion is kilobytes, a few megabytes with
+log probabilities; a broken or hostile server streaming without end must not take the bee's memory."""
 _DETAIL_LIMIT = 200
 
 
@@ -153,6 +157,38 @@ _STATUS_WORDS: dict[ErrorKind, str] = {
 }
 
 
+class _TooLarge(Exception):
+    """A response body past :data:`MAX_RESPONSE_BYTES`."""
+
+
+async def read_capped(response: httpx.Response, limit: int = MAX_RESPONSE_BYTES) -> httpx.Response:
+    """``response`` with its whole body read, at most ``limit`` bytes of it, then closed.
+
+    ``response`` may be a streamed one (``client.send(request, stream=True)``), so that nothing past the limit
+    is ever held in memory. The result is a new, fully read response with the same status and headers.
+    """
+    import httpx
+
+    try:
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            raise _TooLarge
+        body = bytearray()
+        async for chunk in response.aiter_bytes():
+            body += chunk
+            if len(body) > limit:
+                raise _TooLarge
+    finally:
+        await response.aclose()
+    # The body is decoded already: the new response must not decode it again.
+    headers = [
+        (name, value)
+        for name, value in response.headers.multi_items()
+        if name.lower() not in ("content-encoding", "content-length", "transfer-encoding")
+    ]
+    return httpx.Response(response.status_code, headers=headers, content=bytes(body), request=response.request)
+
+
 async def send_with_retry(
     attempt: Callable[[], Awaitable[httpx.Response]],
     *,
@@ -161,9 +197,11 @@ async def send_with_retry(
     timeout: float | None = None,  # noqa: ASYNC109 - a per-attempt limit, applied with asyncio.timeout
     secrets: Iterable[str] = (),
     rng: random.Random | None = None,
+    max_bytes: int = MAX_RESPONSE_BYTES,
 ) -> httpx.Response:
     """Run ``attempt`` (one HTTP request) until it gives a 2xx response, under ``policy``.
 
+    ``attempt`` should send with ``stream=True``, so that a body past ``max_bytes`` is never read whole.
     ``label`` (the model spec) starts every error message; ``secrets`` are scrubbed from messages and bodies.
     Raises :class:`ProviderError` when the call fails for good. Cancellation propagates at once.
     """
@@ -177,14 +215,20 @@ async def send_with_retry(
         retry_after: float | None = None
         try:
             async with asyncio.timeout(limit):
-                response = await attempt()
-                body = (await response.aread()).decode("utf-8", errors="replace")
+                response = await read_capped(await attempt(), max_bytes)
+                body = response.content.decode("utf-8", errors="replace")
         except (TimeoutError, httpx.TimeoutException):
             kind: ErrorKind = "timeout"
             retryable = True
             status: int | None = None
             body = ""
             problem = f"no answer within {limit:g} s"
+        except _TooLarge:
+            kind, retryable, status, body = "invalid_response", False, None, ""
+            problem = f"the response is larger than {max_bytes} bytes"
+        except httpx.DecodingError as exc:
+            kind, retryable, status, body = "invalid_response", True, None, ""
+            problem = f"the response body could not be decoded ({type(exc).__name__})"
         except (httpx.NetworkError, httpx.RemoteProtocolError) as exc:
             kind, retryable, status, body = "unreachable", True, None, ""
             problem = f"connection failed ({type(exc).__name__})"
