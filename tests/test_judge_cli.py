@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from judge_http_server import closed_port
 
 from hive.cli import main
-from hive.judge.evaluate import percentile, score_labels
+from hive.gates import Gates
+from hive.judge.base import RawAnswer, TierResult
+from hive.judge.engine import Judge
+from hive.judge.evaluate import PublishItem, evaluate, percentile, score_labels
+from hive.judge.questions import Question
 
 DATA = Path(__file__).parent / "data" / "judge"
 RULES = f"script:{DATA / 'rules.json'}"
@@ -241,3 +247,69 @@ def test_eval_asks_each_item_under_its_own_problem(tmp_path: Path, capsys: pytes
     ]) + "\n")
     report = run_json(capsys, "judge", "eval", str(items), "--gate", "publish", "--judge", f"script:{rules}")
     assert (report["accuracy"], report["news_accuracy"]) == (1.0, 1.0)
+
+
+def test_eval_reads_the_variations_a_labelled_file_may_have(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A byte order mark, CRLF ends, blank lines, extra fields, null optional fields, numeric ids, string booleans
+    and the gates' own names for the escape (`other`, `none`) are all read as the plain file would be."""
+    plain = run_json(capsys, "judge", "eval", str(DATA / "publish.jsonl"), "--gate", "publish", "--judge", RULES)
+    items = [json.loads(line) for line in (DATA / "publish.jsonl").read_text().splitlines()]
+    for number, item in enumerate(items):
+        item |= {"id": number, "bee": None, "problem": None, "focus": None, "news": str(item["news"]).lower(),
+                 "labeller": {"who": "ann"}}
+        if item["kind"] == "routine":
+            item["kind"] = "other"
+    varied = tmp_path / "publish.jsonl"
+    varied.write_bytes(b"\xef\xbb\xbf" + "\r\n\r\n".join(json.dumps(i, ensure_ascii=False) for i in items).encode()
+                       + b"\r\n")
+    report = run_json(capsys, "judge", "eval", str(varied), "--gate", "publish", "--judge", RULES)
+    for key in ("n", "accuracy", "coverage", "confident_wrong", "macro_f1", "news_accuracy", "confusion"):
+        assert report[key] == plain[key], key
+
+    pairs = [json.loads(line) for line in (DATA / "relate.jsonl").read_text().splitlines()]
+    for pair in pairs:
+        pair |= {"relation": "none" if pair["relation"] == "unrelated" else pair["relation"], "a_kind": None}
+    (tmp_path / "relate.jsonl").write_text("\n".join(json.dumps(p) for p in pairs))
+    relate = run_json(capsys, "judge", "eval", str(tmp_path / "relate.jsonl"), "--gate", "relate", "--judge", RULES)
+    assert relate["confusion"]["unrelated"] == {"unsure": 1} and relate["n"] == 4
+
+
+class LoadingTier:
+    """A tier that, like `local`, loads a model lazily: it records whether it was loaded before being asked."""
+
+    id = "loading"
+    untrusted: frozenset[str] = frozenset()
+    timeout = 5.0
+
+    def __init__(self) -> None:
+        self.events: list[str] = []
+
+    def load(self) -> None:
+        self.events.append("load")
+
+    async def answer(self, gate: str, questions: Sequence[Question], state: Mapping[str, Any]) -> TierResult:
+        self.events.append("answer")
+        return TierResult(answers={"news": RawAnswer(p=0.1), "kind": RawAnswer(probs={"other": 0.9, "finding": 0.1,
+                                                                                       "dead_end": 0.0,
+                                                                                       "decision": 0.0,
+                                                                                       "blocker": 0.0})})
+
+    async def aclose(self) -> None:
+        return None
+
+
+async def test_eval_loads_the_judge_before_timing_the_first_item() -> None:
+    """A model's load is `load_ms`, not the first item's latency (with a one-item file it was all of p50/p95)."""
+    tier = LoadingTier()
+    items = [PublishItem(text="Let me open writer.py and look at flush() next.", kind="routine", news=False)]
+    report = await evaluate(Gates(Judge([tier]), goal=""), "publish", items)
+    assert tier.events == ["load", "answer"]
+    assert report["load_ms"] >= 0 and report["accuracy"] == 1.0
+
+
+def test_eval_human_report_counts_in_words(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    one = tmp_path / "one.jsonl"
+    one.write_text((DATA / "publish.jsonl").read_text().splitlines()[0] + "\n")
+    assert main(["judge", "eval", str(one), "--gate", "publish", "--judge", RULES]) == 0
+    out = capsys.readouterr().out
+    assert "publish · 1 item · judge" in out and "0 items with a tier error" in out and "1 items" not in out

@@ -13,6 +13,7 @@ from hive.cli.app import app
 from hive.cli.output import JsonOption, clip, print_json
 from hive.errors import UsageError
 from hive.kinds import NOTE_KINDS
+from hive.wording import plural
 
 if TYPE_CHECKING:
     from hive.records import GateDecision, Note
@@ -254,7 +255,7 @@ def eval_command(
 
 def _print_report(report: dict[str, Any]) -> None:
     subject = "kind" if report["gate"] == "publish" else report["gate"]
-    typer.echo(f"{report['gate']} · {report['n']} items · judge {','.join(report['judge'])}")
+    typer.echo(f"{report['gate']} · {plural(report['n'], 'item')} · judge {','.join(report['judge'])}")
     typer.echo(
         f"  {subject:<8} accuracy {report['accuracy']:.3f} · coverage {report['coverage']:.3f} · "
         f"confident-wrong {report['confident_wrong']:.3f} · macro-F1 {report['macro_f1']:.3f} · "
@@ -275,7 +276,8 @@ def _print_report(report: dict[str, Any]) -> None:
         )
     typer.echo(
         f"  latency p50 {report['latency_ms_p50']:.1f} ms · p95 {report['latency_ms_p95']:.1f} ms per item"
-        f" · {report['tokens']} tokens · {report['tier_errors']} items with a tier error"
+        f" (after {report['load_ms']:.0f} ms loading) · {plural(report['tokens'], 'token')}"
+        f" · {plural(report['tier_errors'], 'item')} with a tier error"
     )
     columns = [*report["labels"], *(["unsure"] if any("unsure" in row for row in report["confusion"].values()) else [])]
     width = max(8, *(len(label) for label in columns)) + 1

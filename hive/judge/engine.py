@@ -83,6 +83,21 @@ class Judge:
         """The tier ids, in cascade order (what ``--judge`` said)."""
         return [tier.id for tier in self.tiers]
 
+    async def load(self) -> float:
+        """Load now what tiers otherwise load on their first question (the local model), so that no decision's
+        latency includes it. Returns the milliseconds it took. Never raises: a tier that cannot load fails
+        open when it is asked, as it would have without this."""
+        started = time.perf_counter()
+        for tier in self.tiers:
+            load = getattr(tier, "load", None)
+            if not callable(load):
+                continue
+            try:
+                await asyncio.to_thread(load)
+            except Exception as e:  # reported (and failed open) by the first question that needs it
+                log.warning("judge: loading tier %s: %s", tier.id, e)
+        return (time.perf_counter() - started) * 1000
+
     async def ask(self, gate: str, questions: Sequence[Question], state: Mapping[str, Any]) -> Verdict:
         """Ask ``questions`` about ``state`` for ``gate``. Never raises, except on cancellation."""
         started = time.perf_counter()

@@ -3,14 +3,17 @@
 Each item goes through the real gate (:class:`hive.gates.Gates`) exactly as in a live run: all of a gate's
 questions for one item in one call per tier, items one after another. Item formats, one JSON object a line:
 
-- publish: ``text``, ``kind`` (``finding``, ``dead_end``, ``decision``, ``blocker`` or ``routine``),
-  ``news`` (bool); optional ``bee``, ``focus``, ``problem`` (the goal).
+- publish: ``text``, ``kind`` (``finding``, ``dead_end``, ``decision``, ``blocker`` or ``routine``, also
+  written ``other``, the gate's name for it), ``news`` (bool); optional ``bee``, ``focus``, ``problem`` (the goal).
 - relate: ``a`` (earlier), ``b`` (later), ``same_bee`` (bool), ``relation`` (``supersedes``,
-  ``contradicts``, ``supports`` or ``unrelated``, the escape ``none``); optional ``a_kind``, ``b_kind``
-  (default ``finding``), ``problem``. A same-bee ``contradicts`` is scored as ``supersedes``, which is what
-  the gate makes of it.
+  ``contradicts``, ``supports`` or ``unrelated``, also written ``none``, the gate's escape); optional ``a_kind``,
+  ``b_kind`` (default ``finding``), ``problem``. A same-bee ``contradicts`` is scored as ``supersedes``, which
+  is what the gate makes of it.
 - deliver: ``note``, ``focus``, ``useful`` (bool); optional ``kind`` (default ``finding``; a decision or
   blocker is delivered by rule), ``problem``.
+
+Other fields are ignored; an optional field that is ``null`` takes its default; an ``id`` may be a number. A
+UTF-8 byte order mark, CRLF line ends and blank lines are fine.
 
 An unsure answer is never correct: ``accuracy`` counts confident right answers over all items,
 ``coverage`` the confident share, and ``confident_wrong`` the share answered confidently and wrongly,
@@ -29,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from hive.errors import UsageError
 from hive.gates import Gates
@@ -46,14 +49,32 @@ class _Item(BaseModel):
     id: str = ""
     problem: str = ""
 
+    @field_validator("*", mode="before")
+    @classmethod
+    def _null_is_default(cls, value: Any, info: ValidationInfo) -> Any:
+        """An optional field written ``null`` takes its default; an ``id`` written as a number is that number."""
+        field = cls.model_fields[info.field_name] if info.field_name else None
+        if value is None and field is not None and not field.is_required():
+            return field.get_default(call_default_factory=True)
+        if info.field_name == "id" and isinstance(value, int) and not isinstance(value, bool):
+            return str(value)
+        return value
+
 
 Text = Annotated[str, Field(pattern=r"\S")]
 """A text the gate reads: an empty one is a malformed item, as it is a usage error for ``hive judge ask``."""
 
 
+def _alias(names: dict[str, str]) -> Any:
+    """A before-validator mapping a label's other spelling to the file format's (the gate's escape name)."""
+    return BeforeValidator(lambda value: names.get(value, value) if isinstance(value, str) else value)
+
+
 class PublishItem(_Item):
     text: Text
-    kind: Literal["finding", "dead_end", "decision", "blocker", "routine"]
+    kind: Annotated[
+        Literal["finding", "dead_end", "decision", "blocker", "routine"], _alias({"other": "routine"})
+    ]
     news: bool
     bee: str = "bee-1"
     focus: str = ""
@@ -63,7 +84,7 @@ class RelateItem(_Item):
     a: Text
     b: Text
     same_bee: bool
-    relation: Literal["supersedes", "contradicts", "supports", "unrelated"]
+    relation: Annotated[Literal["supersedes", "contradicts", "supports", "unrelated"], _alias({"none": "unrelated"})]
     a_kind: NoteKind = "finding"
     b_kind: NoteKind = "finding"
 
@@ -84,7 +105,7 @@ def load_items(path: Path, gate: str) -> list[_Item]:
     if model is None:
         raise UsageError(f"unknown gate {gate!r}; choose publish, relate or deliver")
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = path.read_text(encoding="utf-8-sig").splitlines()  # a byte order mark is no part of line 1
     except OSError as e:
         raise UsageError(f"cannot read {str(path)!r}: {e.strerror}") from e
     except UnicodeDecodeError as e:
@@ -189,8 +210,10 @@ async def evaluate(gates: Gates, gate: str, items: Sequence[_Item]) -> dict[str,
     """Run every item through ``gates`` and score it. Returns the report as plain JSON-able data.
 
     Each item is asked under its own ``problem`` as the gates' goal, as a live run asks under its problem;
-    an item without one keeps the goal ``gates`` was made with.
+    an item without one keeps the goal ``gates`` was made with. Tiers that load a model load it first
+    (``load_ms``), so that the first item's latency is its own, as in a live run past its start.
     """
+    load_ms = await gates.judge.load()
     default_goal = gates.goal
     gold: list[str] = []
     predicted: list[str] = []
@@ -261,6 +284,7 @@ async def evaluate(gates: Gates, gate: str, items: Sequence[_Item]) -> dict[str,
         "confusion": scores.confusion,
         "latency_ms_p50": percentile(latencies, 50),
         "latency_ms_p95": percentile(latencies, 95),
+        "load_ms": load_ms,
         "tokens": tokens,
         "tier_errors": errors,
     }
