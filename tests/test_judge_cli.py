@@ -135,6 +135,11 @@ def test_ask_deliver_a_decision_with_the_judge_down(capsys: pytest.CaptureFixtur
         ["judge", "ask", "deliver", "--note", "the writer skips flush", "--focus", "", "--judge", RULES],
         ["judge", "ask", "relate", "--earlier", "a b c", "--later", "", "--judge", RULES],
         ["judge", "ask", "answer", "--note", "", "--judge", RULES],
+        # bytes that are not UTF-8 reach Python as surrogates (os.fsdecode): they used to end in a traceback
+        ["judge", "ask", "publish", "--note", "FOUND: caf\udce9 cache.py drops the key", "--judge", RULES],
+        ["judge", "ask", "publish", "--note", "FOUND: cache.py drops the key", "--goal", "caf\udce9", "--judge", RULES],
+        ["judge", "ask", "publish", "--note", "FOUND: cache.py drops the key", "--focus", "\udce9", "--judge", RULES],
+        ["judge", "ask", "relate", "--earlier", "cache.py drops it", "--later", "\udce9 no", "--judge", RULES],
     ],
 )
 def test_ask_with_bad_input_exits_2_with_one_line(capsys: pytest.CaptureFixture[str], args: list[str]) -> None:

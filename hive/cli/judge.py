@@ -42,6 +42,7 @@ def _with_gates(spec: str, goal: str, use: Callable[[Any], Awaitable[T]]) -> T:
     from hive.judge.engine import Judge
     from hive.judge.tiers import build_tiers, parse_tiers
 
+    _utf8("--goal", goal)
     tiers = build_tiers(parse_tiers(spec))
 
     async def run() -> T:
@@ -54,8 +55,19 @@ def _with_gates(spec: str, goal: str, use: Callable[[Any], Awaitable[T]]) -> T:
     return asyncio.run(run())
 
 
+def _utf8(option: str, value: str) -> str:
+    """A command-line text the judge can read: bytes that are not UTF-8 (say, a Latin-1 file pasted in) reach
+    Python as lone surrogates, which neither the model's tokenizer nor the JSON row can take."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError(f"{option} is not UTF-8 text") from None
+    return value
+
+
 def _text(option: str, value: str) -> str:
     """A text the gate reads; an empty one is a usage error, not a question."""
+    _utf8(option, value)
     if not value.strip():
         raise UsageError(f"{option} is empty: give the text to ask about")
     return value
@@ -142,7 +154,8 @@ def ask_publish(
     """Would this utterance be published, and as which kind?"""
     from hive.records import Utterance
 
-    utterance = Utterance(bee=bee, seq=1, text=_text("--note", note))
+    utterance = Utterance(bee=_utf8("--bee", bee), seq=1, text=_text("--note", note))
+    _utf8("--focus", focus)
     result = _with_gates(judge, goal, lambda gates: gates.publish(utterance, focus=focus, board=[]))
     _show(
         result.decision,
