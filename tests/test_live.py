@@ -195,6 +195,84 @@ def test_plain_mode_escapes_control_characters_a_model_wrote() -> None:
     assert "\x1b" not in out.getvalue() and "\\x1b[31mred" in out.getvalue()
 
 
+def test_what_bees_and_the_coordinator_wrote_never_drives_the_terminal() -> None:
+    # An activity quotes the model's command, a failed bee's reason may quote an exception's text.
+    clear = "\x1b[2J\x1b[H"
+    said = [
+        BeeStarted(bee("bee-1"), at=at(1)),
+        Activity(bee="bee-1", text=f"ran `printf '{clear}'`: exit 0", tool="bash", step=1, at=at(2)),
+        Said(f"planning{clear}", at=at(3)),
+        Report(bee="bee-1", text="done", outcome="failed", reason=f"ProviderError: {clear}", at=at(4)),
+    ]
+    out = io.StringIO()
+    with open_view("plain", info(), stream=out) as view:
+        for event in said:
+            view.on_event(event)  # type: ignore[arg-type]
+    assert "\x1b" not in out.getvalue()
+    assert "03:00:02 bee-1 ran `printf '\\x1b[2J\\x1b[H'`: exit 0" in out.getvalue().splitlines()
+
+    state = LiveState.from_info(info())
+    for event in said[:3]:
+        state.apply(event)  # type: ignore[arg-type]
+    working = [line for line, _ in panel_lines(state, 200, when(5))]
+    state.apply(said[3])  # type: ignore[arg-type]
+    failed = [line for line, _ in panel_lines(state, 200, when(5))]
+    assert not any("\x1b" in line for line in working + failed)
+    assert "  ↳ ran `printf '\\x1b[2J\\x1b[H'`: exit 0" in working
+    assert "  ↳ ProviderError: \\x1b[2J\\x1b[H" in failed
+
+
+class ClosedPipe(io.StringIO):
+    """A stdout whose reader went away after ``lines`` lines (``hive start … | head``)."""
+
+    def __init__(self, lines: int) -> None:
+        super().__init__()
+        self.left = lines
+
+    def write(self, text: str) -> int:
+        if self.left <= 0:
+            raise BrokenPipeError(32, "Broken pipe")
+        self.left -= text.count("\n")
+        return super().write(text)
+
+
+def test_a_reader_that_goes_away_does_not_stop_the_run() -> None:
+    out = ClosedPipe(lines=2)
+    with open_view("plain", info(), stream=out) as view:
+        for event in events():
+            view.on_event(event)  # type: ignore[arg-type]
+        view.bee_finished("bee-1", "reported", None)
+    assert out.getvalue().splitlines() == [
+        "03:00:00 planning 3 angles",
+        "03:00:01 bee-1 started (investigator, openai:gpt-4.1-mini): the angle of bee-1",
+    ]
+    assert len(view.state.board.notes) == 3  # the view still follows the run, it just shows nothing
+
+
+def test_a_full_disk_stops_the_view_with_one_warning(caplog: pytest.LogCaptureFixture) -> None:
+    class FullDisk(io.StringIO):
+        def write(self, text: str) -> int:
+            raise OSError(28, "No space left on device")
+
+    with open_view("plain", info(), stream=FullDisk()) as view:
+        for event in events():
+            view.on_event(event)  # type: ignore[arg-type]
+    warnings = [r.getMessage() for r in caplog.records if r.name == "hive.observe"]
+    assert len(warnings) == 1 and "No space left on device; the run goes on" in warnings[0]
+
+
+def test_a_terminal_that_cannot_redraw_gets_plain_lines(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TERM", "dumb")
+    buffer = io.StringIO()
+    console = Console(width=60, file=buffer, force_terminal=True)
+    with open_view("rich", info(), console=console) as view:
+        view.message("planning 3 angles")
+        view.bee_started(bee("bee-1"))
+    assert view.mode == "plain"
+    assert buffer.getvalue().splitlines()[0].endswith(" planning 3 angles")
+    assert "\x1b" not in buffer.getvalue()
+
+
 def test_quiet_mode_prints_nothing_but_still_folds() -> None:
     out = io.StringIO()
     with open_view("quiet", info(), stream=out) as view:
@@ -205,7 +283,8 @@ def test_quiet_mode_prints_nothing_but_still_folds() -> None:
     assert len(view.state.board.notes) == 3
 
 
-def test_rich_view_draws_to_its_console_and_stops_on_close() -> None:
+def test_rich_view_draws_to_its_console_and_stops_on_close(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TERM", "xterm-256color")  # a terminal that can redraw, whatever the tests run in
     buffer = io.StringIO()
     console = Console(width=60, record=True, file=buffer, force_terminal=True, color_system=None)
     view = open_view("rich", info(), console=console)

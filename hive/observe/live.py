@@ -12,17 +12,20 @@ tests draw to a fixed-width console. rich is imported only when a rich view is o
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import logging
 import sys
 import threading
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import TYPE_CHECKING, Literal, TextIO
+from typing import IO, TYPE_CHECKING, Literal, TextIO
 
 from hive.board import BoardState
 from hive.observe.reading import clock, printable
+from hive.observe.stdout import discard_stdout
 from hive.records import (
     Activity,
     BeeInfo,
@@ -47,6 +50,8 @@ from hive.wording import plural
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
     from rich.live import Live
+
+log = logging.getLogger("hive.observe")
 
 ViewMode = Literal["rich", "plain", "quiet"]
 SILENCE_S = 40.0
@@ -130,9 +135,9 @@ class LiveState:
     corrections: int = 0
     decisions: int = 0
     judge_decisions: int = 0
+    """Decisions that asked the judge (everything but rules)."""
     withheld: int = 0
     """Utterances the publish gate kept off the board (withheld or dropped as duplicates)."""
-    """Decisions that asked the judge (everything but rules)."""
     tokens: int = 0
     cost_usd: float | None = None
     message: str = ""
@@ -252,7 +257,7 @@ def panel_lines(state: LiveState, width: int, now: dt.datetime) -> list[tuple[st
     lines: list[tuple[str, str]] = [(line, "bold") for line in _flow(head, width, " · ")]
     lines += [(line, "") for line in _flow(board, width, " · ")]
     if state.message:
-        lines.append((_fit(f"› {state.message}", width), "italic"))
+        lines.append((_fit(f"› {_one_line(state.message)}", width), "italic"))
     lines.append(("", ""))
     id_width = max((len(b) for b in state.bees), default=0)
     for row in state.bees.values():
@@ -271,7 +276,7 @@ def panel_lines(state: LiveState, width: int, now: dt.datetime) -> list[tuple[st
         lines += [(line, style) for line in _flow(parts, width, "  ", indent=" " * (id_width + 2))]
         activity = _activity(row, now)
         if activity:
-            lines.append((_fit(f"  ↳ {activity}", width), "dim" if row.finished else "cyan"))
+            lines.append((_fit(f"  ↳ {_one_line(activity)}", width), "dim" if row.finished else "cyan"))
     notes = list(state.board.notes.values())[-LATEST_NOTES:]
     if notes:
         lines += [("", ""), ("latest notes", "bold")]
@@ -283,8 +288,7 @@ def panel_lines(state: LiveState, width: int, now: dt.datetime) -> list[tuple[st
                 mark = " (no longer stands)"
             elif note.id in contested:
                 mark = " (in dispute)"
-            text = " ".join(printable(note.text).split())
-            line = f"  {note.bee} → {to}  {note.kind} {note.score:.2f}{mark}  {text}"
+            line = f"  {note.bee} → {to}  {note.kind} {note.score:.2f}{mark}  {_one_line(note.text)}"
             lines.append((_fit(line, width), ""))
     return lines
 
@@ -370,15 +374,15 @@ def plain_lines(event: LiveEvent, state: LiveState) -> list[str]:
     t = clock(event.at)
     match event:
         case Said():
-            return [f"{t} {event.text}"]
+            return [f"{t} {_one_line(event.text)}"]
         case BeeStarted():
             bee = event.bee
             return [f"{t} {bee.id} started ({bee.role}, {bee.model or '-'}): {_one_line(bee.angle, 160)}"]
         case BeeFinished() | Report():
-            reason = f" ({event.reason})" if event.reason else ""
+            reason = f" ({_one_line(event.reason)})" if event.reason else ""
             return [f"{t} {event.bee} finished: {event.outcome.replace('_', ' ')}{reason}"]
-        case Activity():
-            return [f"{t} {event.bee} {event.text}"]
+        case Activity():  # written by rule, but it quotes the model: the command it ran, the pattern it sought
+            return [f"{t} {event.bee} {_one_line(event.text)}"]
         case Note():
             head = f"{t} note {event.id} {event.bee} {event.kind} {event.score:.2f}"
             return [f"{head}: {_one_line(event.text, 300)}"]
@@ -408,9 +412,10 @@ def is_withheld(decision: GateDecision) -> bool:
     return decision.gate == "publish" and decision.outcome in ("withhold", "duplicate")
 
 
-def _one_line(text: str, width: int) -> str:
+def _one_line(text: str, width: int | None = None) -> str:
+    """``text`` on one line, control characters escaped (a model wrote it, or quoted it), cut to ``width``."""
     text = " ".join(printable(text).split())
-    return text if len(text) <= width else text[: width - 1] + "…"
+    return text if width is None or len(text) <= width else text[: width - 1] + "…"
 
 
 # --------------------------------------------------------------------------- the view (I/O)
@@ -431,14 +436,20 @@ class LiveView:
         self.mode = mode
         self.state = LiveState.from_info(info)
         self._lock = threading.Lock()  # the rich refresh thread draws while the loop folds
-        self._stream = stream
+        self._stream: IO[str] | None = stream
         self._announced: set[str] = set()
+        self._output_lost = False
         self._live: Live | None = None
         if mode == "rich":
             from rich.console import Console
             from rich.live import Live
 
             self._console = console or Console()
+            if self._console.is_dumb_terminal or not self._console.is_terminal:
+                # A terminal that cannot move its cursor (TERM=dumb) would show nothing until the last
+                # frame: the events as lines instead.
+                self.mode, self._stream = "plain", stream or self._console.file
+                return
             self._live = Live(
                 get_renderable=self._draw,
                 console=self._console,
@@ -485,11 +496,23 @@ class LiveView:
         return plain_lines(event, self.state)
 
     def _print(self, lines: Iterable[str]) -> None:
-        out = self._stream or sys.stdout
         text = "".join(line + "\n" for line in lines)
-        if text:
+        if not text or self._output_lost:
+            return
+        out = self._stream or sys.stdout
+        try:
             out.write(text)
             out.flush()
+        except OSError as e:
+            # Whoever reads the lines went away (`hive start … | head`) or cannot take more (a full disk):
+            # the run matters more than its log, so it goes on unseen (`hive tail` still shows it).
+            self._output_lost = True
+            if isinstance(e, BrokenPipeError) and out is sys.stdout:
+                discard_stdout()
+            else:
+                with contextlib.suppress(OSError):  # stderr may be gone too
+                    log.warning(f"the live view stopped: cannot write to {getattr(out, 'name', 'its output')}: "
+                                f"{e.strerror or e}; the run goes on")
 
     def _draw(self) -> RenderableType:
         with self._lock:
