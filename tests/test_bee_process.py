@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 import pytest
 
+from hive.bee.process import hive_output_in
 from hive.records import BEE_MESSAGE_ADAPTER, BeeMessage, Report, TranscriptEntry
 
 pytestmark = pytest.mark.slow
@@ -82,10 +83,12 @@ def repo(tmp_path: Path) -> Path:
     return repo
 
 
-async def start(tmp_path: Path, repo: Path, turns: list[dict[str, Any]], **brief: Any) -> BeeProcess:
+async def start(
+    tmp_path: Path, repo: Path, turns: list[dict[str, Any]], *, run_dir: Path | None = None, **brief: Any
+) -> BeeProcess:
     script = tmp_path / "script.json"
     script.write_text(json.dumps({"bees": {"bee-1": turns}}))
-    run_dir = tmp_path / "run"
+    run_dir = run_dir or tmp_path / "run"
     brief_path = run_dir / "bees" / "bee-1" / "brief.json"
     brief_path.parent.mkdir(parents=True)
     brief_path.write_text(
@@ -157,6 +160,38 @@ async def test_a_scripted_bee_runs_end_to_end(tmp_path: Path, repo: Path, cleanu
     raw = (bee.run_dir / "bees" / "bee-1" / "transcript.jsonl").read_text()
     assert SECRET not in raw
     assert (repo / "app.py").read_text().startswith("def answer")
+
+
+async def test_a_bee_never_sees_the_runs_directory_inside_its_repository(
+    tmp_path: Path, repo: Path, cleanup: list[BeeProcess]
+) -> None:
+    # `hive start --repo .` with the default ./runs: the run, and its transcripts, live inside the repository.
+    earlier = repo / "runs" / "20260101-000000-abcd" / "board.jsonl"
+    earlier.parent.mkdir(parents=True)
+    earlier.write_text('{"text": "FOUND: return 41 is a note withheld from this bee"}\n')
+    search = {"name": "grep", "args": {"pattern": "return 41"}}
+    turns = [
+        {"say": "FOUND: app.py:2 has return 41 where 42 is expected.", "tools": [search]},
+        {"tools": [search, {"name": "read", "args": {"path": "runs/20260101-000000-abcd/board.jsonl"}}]},
+        {"say": REPORT},
+    ]
+    bee = await start(tmp_path, repo, turns, run_dir=repo / "runs" / "20260102-000000-cdef")
+    cleanup.append(bee)
+    report, code = await bee.finish()
+    assert (report.outcome, code) == ("reported", 0)
+    results = [e.content or "" for e in bee.transcript() if e.event == "tool_result"]
+    # The second search does not find the first one's result in the bee's own transcript, nor the earlier run.
+    assert results[0] == results[1] == "app.py:2:    return 41  # off by one"
+    assert "hive's own runs directory" in results[2] and "withheld" not in results[2]
+
+
+def test_hive_output_in_the_repository() -> None:
+    repo = Path("/work/repo")
+    assert hive_output_in(repo, repo / "runs" / "r1") == [repo / "runs"]
+    assert hive_output_in(repo, repo / "out" / "hive" / "r1") == [repo / "out" / "hive"]
+    assert hive_output_in(repo, repo / "r1") == [repo / "r1"]  # --runs-dir . : only this run
+    assert hive_output_in(repo, Path("/work/runs/r1")) == []
+    assert hive_output_in(repo, Path("/r1")) == []  # the runs directory holds the repository
 
 
 async def test_notes_over_the_pipe_reach_the_bee_and_bring_a_last_call(

@@ -178,6 +178,22 @@ async def test_hidden_home_directories_are_read_only(bash: BashTool) -> None:
     assert result.text.count("Read-only file system") == 2
 
 
+async def test_hive_s_runs_directory_inside_the_repository_is_empty_and_read_only(repo: Path) -> None:
+    runs = repo / "runs"
+    (runs / "20260101-000000-abcd").mkdir(parents=True)
+    (runs / "20260101-000000-abcd" / "board.jsonl").write_text('{"text": "withheld from this bee"}\n')
+    tool = Toolbox(repo, ["bash"], exclude=[runs])
+    try:
+        result = await tool.call(
+            "bash", {"command": "ls -A runs; grep -r withheld . ; touch runs/x 2>&1; cat data.txt"}
+        )
+    finally:
+        await tool.aclose()
+    assert "withheld" not in result.text and "20260101" not in result.text
+    assert "Read-only file system" in result.text and "original" in result.text
+    assert (runs / "20260101-000000-abcd" / "board.jsonl").exists() and not (runs / "x").exists()
+
+
 # --------------------------------------------------------------------------- resources
 
 

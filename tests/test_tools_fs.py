@@ -419,3 +419,81 @@ async def test_a_very_long_path_is_clipped_in_messages(root: RepoRoot) -> None:
     result = await ReadTool(root).run({"path": "x" * 5000})
     assert not result.ok
     assert len(result.text) < 300 and len(result.activity) < 100
+
+
+# --------------------------------------------------------------------------- hive's runs directory inside the repo
+
+
+@pytest.fixture
+def runs_root(repo: Path) -> RepoRoot:
+    """The repository with hive's runs directory inside it (``hive start --repo .`` and the default ``./runs``),
+    holding a transcript that mentions what the bee searches for."""
+    bee_dir = repo / "out" / "runs" / "20260101-000000-abcd" / "bees" / "bee-1"
+    bee_dir.mkdir(parents=True)
+    (bee_dir / "transcript.jsonl").write_text('{"content": "src/pkg/core.py:3:def batch_size():"}\n')
+    (repo / "out" / "runs" / "20260101-000000-abcd" / "board.jsonl").write_text('{"text": "batch_size withheld"}\n')
+    (repo / "out" / "notes.md").write_text("batch_size in the project's own out/ directory\n")
+    (repo / "runs_link").symlink_to(repo / "out" / "runs", target_is_directory=True)
+    return RepoRoot(repo, [repo / "out" / "runs", repo.parent / "elsewhere", repo])
+
+
+def test_only_directories_strictly_inside_the_root_are_excluded(runs_root: RepoRoot, repo: Path) -> None:
+    assert runs_root.excluded == ((repo / "out" / "runs").resolve(),)
+
+
+@pytest.mark.parametrize("rg_path", BACKENDS)
+@pytest.mark.parametrize("glob", [None, "*", "**", "**/*.jsonl", "out/runs/**"])
+async def test_grep_never_searches_the_runs_directory(runs_root: RepoRoot, rg_path: str | None,
+                                                      glob: str | None) -> None:
+    args = {"pattern": "batch_size", **({"glob": glob} if glob else {})}
+    result = await GrepTool(runs_root, rg_path=rg_path).run(args)
+    assert result.ok
+    assert "out/runs" not in result.text and "withheld" not in result.text
+    if glob in (None, "*", "**"):
+        assert "out/notes.md:1:batch_size in the project's own out/ directory" in result.text.splitlines()
+    in_out = await GrepTool(runs_root, rg_path=rg_path).run({"pattern": "batch_size", "path": "out"})
+    assert in_out.text == "out/notes.md:1:batch_size in the project's own out/ directory"
+
+
+@pytest.mark.parametrize("rg_path", BACKENDS)
+async def test_find_never_lists_the_runs_directory(runs_root: RepoRoot, rg_path: str | None) -> None:
+    result = await FindTool(runs_root, rg_path=rg_path).run({"pattern": "*.jsonl"})
+    assert result.text == "no files match '*.jsonl'"
+    everything = await FindTool(runs_root, rg_path=rg_path).run({"pattern": "**", "path": "out"})
+    assert everything.text == "out/notes.md"
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        (ReadTool, {"path": "out/runs/20260101-000000-abcd/board.jsonl"}),
+        (ReadTool, {"path": "runs_link/20260101-000000-abcd/board.jsonl"}),
+        (GrepTool, {"pattern": "batch", "path": "out/runs"}),
+        (FindTool, {"pattern": "*", "path": "runs_link"}),
+        (LsTool, {"path": "out/runs/20260101-000000-abcd/bees"}),
+    ],
+)
+async def test_a_path_into_the_runs_directory_is_refused(runs_root: RepoRoot, tool: type, args: dict[str, str]) -> None:
+    result = await tool(runs_root).run(args)
+    assert not result.ok
+    assert "is in hive's own runs directory, which is not part of the repository under investigation" in result.text
+    assert result.activity.endswith("refused (hive's runs directory)")
+
+
+async def test_ls_marks_the_runs_directory(runs_root: RepoRoot) -> None:
+    result = await LsTool(runs_root).run({"path": "out"})
+    assert result.text.splitlines() == [
+        f"notes.md  ({len('batch_size in the project' + chr(39) + 's own out/ directory') + 1} bytes)",
+        "runs/  (hive's runs directory; not part of the investigation)",
+    ]
+
+
+@pytest.mark.parametrize("rg_path", BACKENDS)
+@pytest.mark.parametrize("glob", ["*", "**", "**/description"])
+async def test_a_catch_all_glob_does_not_bring_dot_git_back(
+    root: RepoRoot, repo: Path, rg_path: str | None, glob: str
+) -> None:
+    (repo / ".git").mkdir()
+    (repo / ".git" / "description").write_text("batch_size inside .git\n")
+    result = await GrepTool(root, rg_path=rg_path).run({"pattern": "batch_size", "glob": glob})
+    assert ".git/" not in result.text

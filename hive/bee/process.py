@@ -65,7 +65,12 @@ async def serve(brief: BeeBrief, channel: Channel) -> int:
             # Where the coordinator resolved it: <repo>/.hive/roles first, whatever directory we run in.
             role = load_role(brief.role, cwd=Path(brief.repo))
             model = infer_model(brief.model or role.model or "", agent=brief.bee)
-            toolbox = Toolbox(Path(brief.repo), role.tools, unsafe_bash=brief.unsafe_bash)
+            toolbox = Toolbox(
+                Path(brief.repo),
+                role.tools,
+                unsafe_bash=brief.unsafe_bash,
+                exclude=hive_output_in(Path(brief.repo), Path(brief.run_dir)),
+            )
         except HiveError as e:
             return _early_end(channel, transcript, brief, "failed", one_line(str(e)))
         except Exception as e:
@@ -96,6 +101,22 @@ async def serve(brief: BeeBrief, channel: Channel) -> int:
             await model.aclose()
         if transcript is not None:
             transcript.close()
+
+
+def hive_output_in(repo: Path, run_dir: Path) -> list[Path]:
+    """hive's own output inside the repository, which the bee's tools must treat as absent.
+
+    ``hive start --repo .`` with the default ``./runs`` writes every run inside the repository. Seen by the
+    tools, a bee's searches would find its own transcript (each grep more of its earlier results) and it
+    would read the board, the gate log and the other bees' transcripts: notes the gates withheld, and other
+    bees' words outside the quoted "findings, not instructions" frame. So the runs directory is left out; when
+    the runs directory is the repository root itself, only this run's directory is.
+    """
+    repo, run_dir = repo.resolve(), run_dir.resolve()
+    runs = run_dir.parent
+    if runs == repo:
+        return [run_dir]
+    return [runs] if runs.is_relative_to(repo) else []
 
 
 def _resumed(transcript: Path) -> Resumed:

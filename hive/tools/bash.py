@@ -221,6 +221,7 @@ def bwrap_argv(
     *,
     hide: Sequence[Path] = (SANDBOX_TMP,),
     keep: Sequence[Path] = (),
+    mask: Sequence[Path] = (),
     drop_caps: bool = True,
     info_fd: int | None = None,
     seccomp_fd: int | None = None,
@@ -229,7 +230,8 @@ def bwrap_argv(
     """The bubblewrap command line running ``argv`` in ``repo``: read-only, offline, in its own PID space.
 
     Of the hidden directories only :data:`SANDBOX_TMP` stays writable (:data:`TMP_SIZE` bytes); the others
-    are empty and read-only once ``keep`` is bound into them. With ``info_fd``, bwrap writes the host pid of
+    are empty and read-only once ``keep`` is bound into them. ``mask`` directories (hive's runs directory
+    inside the repository) are covered last by an empty, read-only tmpfs. With ``info_fd``, bwrap writes the host pid of
     the sandbox's init there as soon as it exists; with ``seccomp_fd``, bwrap loads the filter it holds
 (:mod:`hive.tools.seccomp`). ``sized=False`` leaves out ``--size`` for a bubblewrap
     that cannot size a tmpfs (before 0.7, or setuid): its tmpfs may then grow to half the machine's RAM.
@@ -245,6 +247,8 @@ def bwrap_argv(
     for path in hide:
         if path not in scratch:
             mounts += ["--remount-ro", str(path)]
+    for path in mask:
+        mounts += ["--tmpfs", str(path), "--remount-ro", str(path)]
     # As root, bwrap keeps root's capabilities inside unless told otherwise; unprivileged, it has none to drop
     # (and older versions refuse --cap-drop there).
     caps = ["--cap-drop", "ALL"] if drop_caps else []
@@ -569,8 +573,11 @@ class BashTool:
         env: Mapping[str, str] | None = None,
         processes: int = PROCESS_LIMIT,
         memory: int = SANDBOX_MEMORY,
+        exclude: Sequence[Path] = (),
     ) -> None:
         self.repo = repo.resolve()
+        self.exclude = [path.resolve() for path in exclude]
+        """Directories the sandbox shows empty: hive's runs directory, when it lies inside the repository."""
         self.processes = processes
         self.memory = memory
         self.cgroups = find_cgroup_parents()
@@ -659,6 +666,7 @@ class BashTool:
             [*limits_argv(self.prlimit or "prlimit", math.ceil(limit), processes=self.processes), *argv],
             hide=self.hidden,
             keep=self.keep,
+            mask=[path for path in self.exclude if path.is_dir()],
             drop_caps=os.geteuid() == 0,
             info_fd=info_pipe[1],
             seccomp_fd=seccomp,

@@ -16,7 +16,7 @@ import re
 import shutil
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Literal
@@ -77,11 +77,22 @@ def is_binary(head: bytes) -> bool:
 
 
 class RepoRoot:
-    """The repository root the file tools are confined to; the only way they turn arguments into paths."""
+    """The repository root the file tools are confined to; the only way they turn arguments into paths.
 
-    def __init__(self, root: Path) -> None:
+    ``excluded`` are directories inside the root that are not part of the repository under investigation:
+    hive's own runs directory, when a run writes there (``hive start --repo .`` with the default ``./runs``).
+    The bees' transcripts, the board and the gate log must not reach a bee through its tools: its searches
+    would find their own earlier results, and it would read notes the gates withheld from it.
+    """
+
+    def __init__(self, root: Path, excluded: Sequence[Path] = ()) -> None:
         self.given = Path(os.path.abspath(root))
         self.path = root.resolve(strict=True)
+        self.excluded = tuple(
+            dict.fromkeys(
+                real for real in (path.resolve() for path in excluded) if real != self.path and _within(real, self.path)
+            )
+        )
 
     def resolve(self, raw: str, *, tool: str) -> Path:
         """The real path ``raw`` names, or :class:`ToolError` when it would leave the repository."""
@@ -118,7 +129,21 @@ class RepoRoot:
                 "resolving outside the repository",
                 activity=f"{tool} {preview(text)}: refused (symlink out of the repository)",
             )
+        if self.is_excluded(resolved):
+            raise ToolError(
+                f"{tool}: refused: {preview(text, 200)} is in hive's own runs directory, which is not part of "
+                "the repository under investigation; notes from the other investigators reach you as messages",
+                activity=f"{tool} {preview(text)}: refused (hive's runs directory)",
+            )
         return resolved
+
+    def is_excluded(self, path: Path) -> bool:
+        """Whether ``path`` (resolved, or a path found by walking the root) is in an excluded directory."""
+        return any(_within(path, excluded) for excluded in self.excluded)
+
+    def exclusion_globs(self) -> list[str]:
+        """ripgrep ``--glob`` options leaving the excluded directories out (anchored at the root)."""
+        return [f"--glob=!/{glob_escape(self.display(path))}" for path in self.excluded]
 
     def display(self, path: Path) -> str:
         """``path`` relative to the root, with ``/`` separators; ``.`` for the root itself."""
@@ -134,6 +159,11 @@ class RepoRoot:
 
 def _within(path: Path, root: Path) -> bool:
     return path == root or path.is_relative_to(root)
+
+
+def glob_escape(text: str) -> str:
+    """``text`` as a glob that matches only itself (ripgrep's globs take ``\\`` escapes)."""
+    return re.sub(r"([*?\[\]{}!\\])", r"\\\1", text)
 
 
 def _stat_or_refuse(path: Path, raw: str, tool: str) -> os.stat_result:
@@ -199,7 +229,7 @@ def walk_files(root: RepoRoot, top: Path, rules: IgnoreRules, deadline: float) -
             continue
         path = Path(entry.path)
         is_dir = entry.is_dir(follow_symlinks=False)
-        if rules.ignored(root.display(path), is_dir=is_dir):
+        if root.is_excluded(path) or rules.ignored(root.display(path), is_dir=is_dir):
             continue
         if is_dir:
             yield from walk_files(root, path, rules, deadline)
@@ -453,7 +483,6 @@ class GrepTool:
             "--color=never",
             "--sort=path",
             "--hidden",
-            "--glob=!.git",
             "--no-require-git",
             "--no-messages",
             "--no-config",
@@ -464,6 +493,8 @@ class GrepTool:
             argv.append("--ignore-case")
         if glob:
             argv.append(f"--glob={glob}")
+        # After the model's glob: of several matching globs ripgrep obeys the last, so `**` cannot bring them back.
+        argv += ["--glob=!.git", *self.root.exclusion_globs()]
         argv += ["--regexp", pattern, *self._relative_target(target)]
         collected = _Collected(self.cap, bytearray())
         code, stderr, stopped = await _run_lines(argv, self.root.path, collected.add, self.seconds)
@@ -607,6 +638,7 @@ class FindTool:
                     "--sort=path",
                     "--hidden",
                     "--glob=!.git",
+                    *self.root.exclusion_globs(),
                     "--no-require-git",
                     "--no-messages",
                     "--no-config",
@@ -697,6 +729,8 @@ class LsTool:
         return ToolResult(text=text, activity=f"listed {label}")
 
     def _entry(self, entry: os.DirEntry[str]) -> str:
+        if self.root.is_excluded(Path(entry.path)):
+            return f"{entry.name}/  (hive's runs directory; not part of the investigation)"
         if entry.is_symlink():
             try:
                 target = os.readlink(entry.path)

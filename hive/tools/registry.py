@@ -33,7 +33,8 @@ class Toolbox:
 
     ``env`` adds variables to bash's clean environment (secret-looking and loader variables are dropped even
     there). ``bwrap_path`` and ``rg_path`` name the sandbox and search programs; ``rg_path=None`` forces the
-    pure-Python grep and find.
+    pure-Python grep and find. ``exclude`` names directories inside ``repo`` that are no part of the
+    investigation (hive's runs directory): every tool, ``bash`` included, treats them as empty or absent.
     """
 
     def __init__(
@@ -47,6 +48,7 @@ class Toolbox:
         bwrap_path: str = "bwrap",
         rg_path: str | None = "rg",
         output_cap: int = OUTPUT_CAP,
+        exclude: Sequence[Path] = (),
     ) -> None:
         if not repo.is_dir():
             raise UsageError(f"repository {repo} is not a directory")
@@ -54,7 +56,7 @@ class Toolbox:
         if unknown:
             raise UsageError(f"unknown tool {', '.join(unknown)}; hive's tools are: {', '.join(ALL_TOOLS)}")
         self.allowed: tuple[str, ...] = tuple(dict.fromkeys(allowed))
-        root = RepoRoot(repo)
+        root = RepoRoot(repo, exclude)
         self._bash = BashTool(
             root.path,
             timeout=bash_timeout,
@@ -62,6 +64,7 @@ class Toolbox:
             unsafe=unsafe_bash,
             bwrap_path=bwrap_path,
             env=env,
+            exclude=root.excluded,
         )
         self._browse = BrowseTool(cap=output_cap)
         tools: dict[str, Tool] = {
