@@ -219,6 +219,14 @@ def test_show_escapes_control_characters_as_tail_does(runs_dir: Path, capsys: py
     assert orjson.loads(capsys.readouterr().out)["standing"][0]["text"] == text  # JSON escapes on its own
 
 
+def test_ls_escapes_control_characters_in_a_problem(runs_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    make_run(runs_dir, "r1", problem="why\x1b]0;title\a the \x1b[2Jscreen?")
+    assert main(["ls"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\a" not in out
+    assert out.splitlines()[1].endswith("why\\x1b]0;title\\x07 the \\x1b[2Jscreen?")
+
+
 def test_show_points_a_stopped_run_to_hive_resume(runs_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     make_run(runs_dir, "r1", problem="Why?", status="interrupted")
     assert main(["show", "r1"]) == 0

@@ -50,11 +50,14 @@ def ls_command(runs_dir: Path | None = RunsDirOption, as_json: bool = JsonOption
     if not rows:
         typer.echo(f"no runs in {runs_dir_from(runs_dir)}")
         return
+    from hive.observe.reading import printable  # a problem is the user's text: it must not drive the terminal
+
     typer.echo(f"{'RUN':<22} {'STATUS':<12} {'BEES':>4} {'TIME':>7} {'NOTES':>5}  PROBLEM")
     for row in rows:
+        problem = printable(row["error"] if "error" in row else clip(row["problem"], 60))
         typer.echo(
-            f"{row['id']:<22} {row['status']:<12} {row['bees']:>4} {human_duration(row['duration_s']):>7} "
-            f"{row['notes']:>5}  {row['error'] if 'error' in row else clip(row['problem'], 60)}"
+            f"{printable(row['id']):<22} {row['status']:<12} {row['bees']:>4} "
+            f"{human_duration(row['duration_s']):>7} {row['notes']:>5}  {problem}"
         )
 
 
