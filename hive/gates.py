@@ -318,7 +318,11 @@ class Gates:
         self._new_id = new_id or sequential_ids()
 
     def rule(self, gate: str, outcome: str, **fields: Any) -> GateDecision:
-        """A ``source="rule"`` row with a fresh id, e.g. ``rule("deliver", "capped", note=..., to=...)``."""
+        """A ``source="rule"`` row with a fresh id, e.g. ``rule("deliver", "capped", note=..., to=...)``. A row of
+        one of the gates (a capped delivery) carries that gate's version and mode like its judged rows; the
+        coordinator's own rules (``correct``, ``conflict``, ``withheld``, ``verify``) belong to no gate."""
+        if gate in GATE_VERSIONS:
+            fields = {"version": GATE_VERSIONS[gate], "mode": self.modes.get(gate, "active")} | fields
         return GateDecision(id=self._new_id(), gate=gate, outcome=outcome, source="rule", **fields)
 
     def _row(

@@ -371,3 +371,12 @@ async def test_answer_state_names_the_goal_and_the_note(tmp_path: Path) -> None:
     gates = script_gates(tmp_path, [{"gate": "answer", "when": when, "answers": {"answers": 0.97}}])
     assert (await gates.answer(note("n-9", "DECIDED: fix the range", bee="bee-4", kind="decision"))).answered
     assert not (await gates.answer(note("n-9", "DECIDED: fix the range", bee="bee-4"))).answered
+
+
+def test_a_rule_row_of_a_gate_carries_its_version_and_mode() -> None:
+    """A capped delivery is a deliver row: like every row of the gate it says which version and mode decided."""
+    gates = Gates(Judge([]), goal=GOAL, modes={"deliver": "shadow"})
+    capped = gates.rule("deliver", "capped", note="n-1", to="bee-2", reason="bee-2 already received 10 notes")
+    assert (capped.version, capped.mode) == (1, "shadow")
+    verify = gates.rule("verify", "spawn", bee="verify-1", dispute="d-1")
+    assert (verify.version, verify.mode) == (None, None)  # the coordinator's own rules belong to no gate
