@@ -17,6 +17,7 @@ Three bees and a verifier. The story (ids are the records' own):
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any
 
@@ -513,3 +514,17 @@ def write_run(runs_dir: Path, *, status: RunStatus = "finished", pid: int | None
             for record in records:
                 writer.append(record)
     return paths
+
+
+class _GoneBytes(io.BytesIO):
+    def write(self, data: Any) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+class GoneReader(io.StringIO):
+    """A stdout whose reader has gone (``| head -1``): every write fails as a closed pipe's does."""
+
+    buffer = _GoneBytes()
+
+    def write(self, text: str) -> int:
+        raise BrokenPipeError(32, "Broken pipe")

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from observe_runs import RUN_ID, board_records, gate_decisions, run_info, write_run
+from observe_runs import RUN_ID, GoneReader, board_records, gate_decisions, run_info, write_run
 
 from hive.cli import main
 from hive.observe.audit import BeeUsage, audit_run, compute_audit, gate_figures, percentile
@@ -203,6 +203,16 @@ def test_bad_input_is_one_line_and_exit_2(
     err = capsys.readouterr().err
     assert message in err
     assert err.count("\n") == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize("args", [[], ["--json"]])
+def test_a_reader_that_goes_away_ends_audit_quietly_and_successfully(
+    runs: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, args: list[str]
+) -> None:
+    write_run(runs)
+    monkeypatch.setattr(sys, "stdout", GoneReader())
+    assert main(["audit", RUN_ID, *args]) == 0
+    assert capsys.readouterr().err == ""
 
 
 # --------------------------------------------------------------------------- damaged runs

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from observe_runs import RUN_ID, board_records, write_run
+from observe_runs import RUN_ID, GoneReader, board_records, write_run
 
 from hive.board import BoardState
 from hive.cli import main
@@ -176,6 +176,16 @@ def test_no_follow_of_a_run_whose_run_json_cannot_be_read_is_bad_input_like_show
         assert captured.err.startswith("hive: error: ")
         assert message in captured.err and str(paths.run_json) in captured.err
         assert captured.err.count("\n") == 1
+
+
+@pytest.mark.parametrize("args", [[], ["--json"], ["--gates"]])
+def test_a_reader_that_goes_away_ends_tail_quietly_and_successfully(
+    runs: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, args: list[str]
+) -> None:
+    write_run(runs)
+    monkeypatch.setattr(sys, "stdout", GoneReader())
+    assert main(["tail", RUN_ID, "--no-follow", *args]) == 0
+    assert capsys.readouterr().err == ""
 
 
 def test_a_directory_that_is_not_a_run_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

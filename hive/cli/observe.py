@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,19 @@ from hive.kinds import NOTE_KINDS
 from hive.runs import resolve_run, runs_dir_from
 
 RunArgument = typer.Argument("latest", help="Run id, unique prefix, path, or 'latest'.")
+
+
+@contextmanager
+def _until_the_reader_goes() -> Iterator[None]:
+    """``hive tail --json | head -1``: a reader that stops reading has had what it wanted, so the command ends
+    quietly and successfully (click would exit 1, the code of a failed run)."""
+    try:
+        yield
+    except BrokenPipeError:
+        from hive.observe.stdout import discard_stdout
+
+        discard_stdout()
+        raise typer.Exit(0) from None
 
 
 @app.command("tail")
@@ -43,7 +58,8 @@ def tail_command(
         raise UsageError(f"unknown note kind {unknown[0]!r}; choose from {', '.join(NOTE_KINDS)}")
     paths = tail_target(runs_dir_from(runs_dir), run)
     printer = TailPrinter(TailFilter(frozenset(bees), frozenset(kinds)), as_json=as_json)
-    asyncio.run(tail_run(paths, printer, sys.stdout, follow=follow, gates=gates))
+    with _until_the_reader_goes():
+        asyncio.run(tail_run(paths, printer, sys.stdout, follow=follow, gates=gates))
 
 
 @app.command("audit")
@@ -75,10 +91,11 @@ def audit_command(
         print(f"hive: wrote {len(template)} decisions to label to {export_labels}", file=sys.stderr)
     shown = report.near_threshold[: DEFAULT_NEAR if near is None else near]
     report = report.model_copy(update={"near_threshold": shown})
-    if as_json:
-        print_json(report.model_dump(mode="json"))
-        return
-    typer.echo("\n".join(format_audit(report)))
+    with _until_the_reader_goes():
+        if as_json:
+            print_json(report.model_dump(mode="json"))
+        else:
+            typer.echo("\n".join(format_audit(report)))
 
 
 def _write_lines(path: Path, rows: list[dict[str, Any]]) -> None:
