@@ -19,6 +19,7 @@ them in, leaving every other brace alone.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -199,14 +200,19 @@ def _tools(value: object, bad: _Refusal) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
+MAX_COUNT = 2**31 - 1
+"""The largest ``max_steps`` a role may give: far beyond any run, and still a number every record can hold."""
+
+
 def _positive(meta: dict[str, Any], field_name: str, kind: type[int] | type[float], bad: _Refusal) -> Any:
     value = meta.get(field_name)
     if value is None:
         return None
     ok = isinstance(value, int | float) and not isinstance(value, bool)
     if kind is int:
-        ok = ok and isinstance(value, int)
-    if not ok or value <= 0:
-        wanted = "integer" if kind is int else "number"
-        raise bad(f"field {field_name!r} must be a positive {wanted}, got {value!r}")
+        ok = ok and isinstance(value, int) and value <= MAX_COUNT
+    # YAML's .inf and .nan are floats: neither is a time limit.
+    if not ok or not 0 < value < math.inf:
+        wanted = f"a positive integer of at most {MAX_COUNT}" if kind is int else "a finite positive number"
+        raise bad(f"field {field_name!r} must be {wanted}, got {value!r:.40}")
     return kind(value)

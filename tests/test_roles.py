@@ -186,11 +186,23 @@ def test_a_pinned_script_model_is_found_next_to_the_role_file(tmp_path: Path) ->
         ),
         (
             "---\nname: bad\ndescription: d\ntools: read\ntime_limit: true\n---\nbody\n",
-            "field 'time_limit' must be a positive number",
+            "field 'time_limit' must be a finite positive number",
         ),
         (
             "---\nname: bad\ndescription: d\ntools: read\ntime_limit: -5\n---\nbody\n",
-            "field 'time_limit' must be a positive number",
+            "field 'time_limit' must be a finite positive number",
+        ),
+        (
+            "---\nname: bad\ndescription: d\ntools: read\ntime_limit: .inf\n---\nbody\n",
+            "field 'time_limit' must be a finite positive number, got inf",
+        ),
+        (
+            "---\nname: bad\ndescription: d\ntools: read\ntime_limit: .nan\n---\nbody\n",
+            "field 'time_limit' must be a finite positive number, got nan",
+        ),
+        (
+            "---\nname: bad\ndescription: d\ntools: read\nmax_steps: 100000000000000000000000\n---\nbody\n",
+            "field 'max_steps' must be a positive integer of at most 2147483647, got 100000000000000000000000",
         ),
         ("---\nname: bad\ndescription: d\ntools: read\ncolour: red\n---\nbody\n", "unknown field 'colour'"),
         (
