@@ -380,3 +380,17 @@ def test_a_rule_row_of_a_gate_carries_its_version_and_mode() -> None:
     assert (capped.version, capped.mode) == (1, "shadow")
     verify = gates.rule("verify", "spawn", bee="verify-1", dispute="d-1")
     assert (verify.version, verify.mode) == (None, None)  # the coordinator's own rules belong to no gate
+
+
+async def test_script_rules_for_relate_read_each_note_verbatim_or_with_its_bee_and_kind(tmp_path: Path) -> None:
+    """The issue: a rule's regex is searched in a note's verbatim text, so `^` anchors at the note's first word;
+    the rendered `<bee> (<kind>): <text>` still matches too, for rules on who said it."""
+    gates = script_gates(tmp_path, [
+        {"gate": "relate", "when": {"later": "^The rows are lost in flush", "earlier": "^bee-1 \\(finding\\): "},
+         "answers": {"relation": {"supports": 0.9}}},
+    ])
+    earlier = note("n-1", "flush() never sees the last partial batch", bee="bee-1")
+    later = note("n-2", "The rows are lost in flush(): the last batch is skipped", bee="bee-2")
+    result = await gates.relate(earlier, later)
+    assert result.relation == "supports" and result.decision is not None and result.decision.source == "judge"
+    assert (await gates.relate(earlier, note("n-3", "So the rows are lost in flush()", bee="bee-2"))).relation is None

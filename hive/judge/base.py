@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -64,3 +65,13 @@ class Tier(Protocol):
 def trusts(tier: Tier, question: Question) -> bool:
     """Whether ``tier`` may be asked ``question``: neither its capability nor its name is untrusted."""
     return question.capability not in tier.untrusted and question.name not in tier.untrusted
+
+
+_RENDERED_NOTE = re.compile(r"^(?P<bee>[^\n()]{1,80}?) \((?P<kind>[a-z_]+)\): (?P<text>.*)$", re.DOTALL)
+
+
+def note_text(rendered: str) -> str:
+    """The verbatim note inside a relate state's ``"<bee> (<kind>): <text>"`` (how the gate shows a note with
+    its bee and kind): the text a tier reads, embeds or matches as the note's own words."""
+    match = _RENDERED_NOTE.match(rendered)
+    return match.group("text") if match else rendered

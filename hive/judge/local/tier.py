@@ -14,14 +14,13 @@ answer says so in ``TierResult.meta``.
 from __future__ import annotations
 
 import asyncio
-import re
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from hive.judge.base import RawAnswer, TierFailure, TierResult
+from hive.judge.base import RawAnswer, TierFailure, TierResult, note_text
 from hive.judge.local.embedder import Embedder, LocalModelError
 from hive.judge.local.heads import KINDS, Heads, deliver_inputs, load_heads, publish_inputs, relate_inputs
 from hive.judge.questions import BooleanQuestion, ChoiceQuestion, Question
@@ -32,13 +31,6 @@ GATE_FIELDS: dict[str, tuple[str, ...]] = {
     "relate": ("earlier", "later"),
 }
 RELATIONS = ("supersedes", "contradicts", "supports")
-_RENDERED_NOTE = re.compile(r"^(?P<bee>[^\n()]{1,80}?) \((?P<kind>[a-z_]+)\): (?P<text>.*)$", re.DOTALL)
-
-
-def note_text(rendered: str) -> str:
-    """The verbatim note inside "<bee> (<kind>): <text>", so relate reuses the vector publish cached."""
-    match = _RENDERED_NOTE.match(rendered)
-    return match.group("text") if match else rendered
 
 
 class LocalTier:

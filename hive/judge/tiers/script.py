@@ -6,11 +6,13 @@ The file is a JSON list of rules::
       "answers": {"news": 0.9, "kind": {"finding": 0.8}}},
      {"gate": "relate", "when": {"later": "same cause"}, "answers": {"relation": {"supports": 0.85}}}]
 
-Each ``when`` regex is searched, unanchored, in the text of that state field (for ``earlier`` and
-``later`` the rendered ``<bee> (<kind>): <text>``; booleans read ``true``/``false``); a rule with no
-``when`` always matches. The first matching rule of the gate answers; no match is an abstention, which the
-engine turns into a neutral (unsure) answer. A boolean answer is a probability; a choice answer maps
-options to probabilities, and the options it leaves out share what is left evenly.
+Each ``when`` regex is searched, unanchored, in the text of that state field: a note's verbatim text; for
+``earlier`` and ``later``, the notes of relate, their verbatim text or the rendered ``<bee> (<kind>): <text>``
+(either matching will do, so ``^`` anchors at the note's first word and the bee and kind can be matched too);
+booleans read ``true``/``false``. A rule with no ``when`` always matches. The first matching rule of the
+gate answers; no match is an abstention, which the engine turns into a neutral (unsure) answer. A boolean
+answer is a probability; a choice answer maps options to probabilities, and the options it leaves out share
+what is left evenly.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from hive.errors import UsageError
-from hive.judge.base import RawAnswer, TierFailure, TierResult
+from hive.judge.base import RawAnswer, TierFailure, TierResult, note_text
 from hive.judge.questions import BooleanQuestion, ChoiceQuestion, Question
 from hive.judge.tiers import DEFAULT_TIMEOUTS
 from hive.records import JUDGED_GATES
@@ -48,6 +50,20 @@ def field_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(value, ensure_ascii=False, default=str)
+
+
+RENDERED_NOTE_FIELDS = frozenset({"earlier", "later"})
+"""State fields holding a note rendered with its bee and kind (the relate gate's)."""
+
+
+def _texts(field: str, value: Any) -> tuple[str, ...]:
+    """The texts a rule's pattern for ``field`` is searched in."""
+    text = field_text(value)
+    if field in RENDERED_NOTE_FIELDS and isinstance(value, str):
+        verbatim = note_text(value)
+        if verbatim != text:
+            return (verbatim, text)
+    return (text,)
 
 
 class ScriptTier:
@@ -108,7 +124,7 @@ class ScriptTier:
 
     def _matches(self, index: int, state: Mapping[str, Any]) -> bool:
         return all(
-            field in state and pattern.search(field_text(state[field])) is not None
+            field in state and any(pattern.search(text) is not None for text in _texts(field, state[field]))
             for field, pattern in self._patterns[index].items()
         )
 
