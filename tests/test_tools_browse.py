@@ -171,6 +171,10 @@ async def test_redirect_to_another_scheme_fails_cleanly(browse: BrowseTool, serv
         "http://[::ffff:169.254.169.254]/",
         "http://0.0.0.0:8080/",
         "http://224.0.0.1/",
+        "http://[fd00:ec2::254]/latest/meta-data/iam/security-credentials/",
+        "http://100.100.100.200/latest/meta-data/",
+        "http://[64:ff9b::a9fe:a9fe]/",
+        "http://[64:ff9b::6464:64c8]/",
     ],
 )
 async def test_link_local_and_other_non_unicast_addresses_are_refused(browse: BrowseTool, url: str) -> None:

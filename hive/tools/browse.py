@@ -1,7 +1,8 @@
 """``browse``: HTTP GET one URL and show its text, marked as untrusted web content.
 
 Only ``http`` and ``https`` URLs are fetched (redirects to anything else fail in httpx), and never a link-local
-address (169.254.0.0/16, fe80::/10: where cloud metadata services hand out credentials), checked on every
+address (169.254.0.0/16, fe80::/10: where cloud metadata services hand out credentials) or another known
+metadata service's (AWS's ``fd00:ec2::254``, Alibaba's ``100.100.100.200``), checked on every
 request of a redirect chain after name resolution, and connected to at the very address that was checked (no
 DNS rebinding). Loopback and private networks stay reachable on purpose:
 a local docs server or an internal wiki is a fair source for an investigation. The download stops at
@@ -171,16 +172,34 @@ def _parse_ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None
         return None
 
 
+_METADATA_SERVICES = frozenset(
+    ipaddress.ip_address(address)
+    for address in (
+        "fd00:ec2::254",  # AWS's instance metadata over IPv6 (a unique-local address, not link-local)
+        "100.100.100.200",  # Alibaba Cloud's
+        "192.0.0.192",  # Oracle Cloud's (classic)
+    )
+)
+"""Cloud metadata services outside the link-local ranges: they hand out the machine's credentials too."""
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+"""The well-known NAT64 prefix: on a NAT64 network, ``64:ff9b::a9fe:a9fe`` reaches 169.254.169.254."""
+
+
 def refusal(address: str) -> str | None:
-    """Why browse must not connect to ``address``, or None: link-local (cloud metadata services), multicast
-    and unspecified addresses are refused."""
+    """Why browse must not connect to ``address``, or None: link-local addresses and the other known cloud
+    metadata services (spelled as IPv4, IPv4-mapped IPv6 or NAT64), multicast and unspecified addresses are
+    refused."""
     ip = _parse_ip(address)
     if ip is None:
         return None
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
         ip = ip.ipv4_mapped
+    elif isinstance(ip, ipaddress.IPv6Address) and ip in _NAT64:
+        ip = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
     if ip.is_link_local:
         return "a link-local address, where metadata services live"
+    if ip in _METADATA_SERVICES:
+        return "a cloud metadata service's address"
     if ip.is_multicast or ip.is_unspecified:
         return "not a single host"
     return None
