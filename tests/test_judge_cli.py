@@ -157,6 +157,8 @@ def test_ask_with_bad_input_exits_2_with_one_line(capsys: pytest.CaptureFixture[
         ({"gate": "publish", "answers": {"news": -3}}, "between 0 and 1"),
         ({"gate": "deliver", "answers": {"useful": {"yes": 1.0}}}, "a boolean takes one probability"),
         ({"gate": "relate", "answers": {"relation": {"supports": 0.8, "none": 0.5}}}, "add up to 1.30"),
+        ({"gate": "relate", "answers": {"relation": {"supports": 0.5, "none": 0.2, "supersedes": 0.1,
+                                                      "contradicts": 0.1}}}, "all its options add up to 0.90, not 1"),
         ({"gate": "publish", "when": {"text": "x"}, "answers": {}}, "'text' is not a field of the publish state"),
     ],
 )

@@ -168,6 +168,9 @@ def rule_problem(rule: ScriptRule, contract: Contract) -> str | None:
                 return f"answers.{name}: {extra[0]!r} is not an option ({', '.join(question.options)})"
             if sum(value.values()) > 1.02:
                 return f"answers.{name}: the probabilities add up to {sum(value.values()):.2f}, more than 1"
+            if set(value) == set(question.options) and sum(value.values()) < 0.98:
+                # nothing is left to share out: the engine would refuse the answer on every call
+                return f"answers.{name}: all its options add up to {sum(value.values()):.2f}, not 1"
             probabilities = list(value.values())
         elif isinstance(value, dict):
             return f"answers.{name}: a boolean takes one probability, not options"
