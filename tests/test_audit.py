@@ -14,10 +14,10 @@ import pytest
 from observe_runs import RUN_ID, GoneReader, board_records, gate_decisions, run_info, write_run
 
 from hive.cli import main
-from hive.observe.audit import BeeUsage, audit_run, compute_audit, gate_figures, percentile
+from hive.observe.audit import BeeUsage, audit_run, compute_audit, format_audit, gate_figures, percentile
 from hive.observe.labels import Label, calibration_table, decision_correct, label_point
 from hive.observe.reading import deciding_reading, verdict_of
-from hive.records import Answer, GateDecision, RunInfo
+from hive.records import Answer, GateDecision, Note, RunInfo
 from hive.store import write_json_atomic
 
 
@@ -322,6 +322,20 @@ def test_an_empty_run_has_zero_figures(runs: Path) -> None:
     assert report.gates["publish"].latency_ms_p50 is None
     assert report.near_threshold == []
     assert report.totals.bee_tokens is None and report.totals.cost_usd is None
+
+
+def test_what_bees_wrote_never_drives_the_terminal() -> None:
+    clear = "\x1b[2J\x1b]0;pwned\x07"
+    info = run_info()
+    failed = info.bees[0].model_copy(update={"reason": f"ProviderError: {clear}"})
+    info = info.model_copy(update={"bees": [failed, *info.bees[1:]]})
+    decisions = [d.model_copy(update={"text": f"{d.text} {clear}"}) if d.text else d for d in gate_decisions()]
+    board = [r.model_copy(update={"text": f"{r.text} {clear}"}) if isinstance(r, Note) else r
+             for r in board_records()]
+    lines = format_audit(compute_audit(info, board, decisions, near=None))
+    assert not any(c in line for line in lines for c in "\x1b\x07")
+    assert any("(ProviderError: \\x1b[2J\\x1b]0;pwned\\x07)" in line for line in lines)
+    assert sum("\\x1b[2J" in line for line in lines) > 5  # the near-threshold texts
 
 
 # --------------------------------------------------------------------------- labels and calibration

@@ -15,14 +15,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from observe_runs import RUN_ID, GoneReader, board_records, write_run
+from observe_runs import RUN_ID, GoneReader, board_records, run_info, write_run
 
 from hive.board import BoardState
 from hive.cli import main
 from hive.errors import UsageError
 from hive.observe.reading import printable
-from hive.observe.tail import TailFilter, TailPrinter, check_bees, merge_in_time, tail_target
+from hive.observe.tail import TailFilter, TailPrinter, check_bees, end_line, merge_in_time, tail_target
 from hive.records import BeeInfo, Delivery, GateDecision, Note, RunInfo
+from hive.store import write_json_atomic
 
 TIMEOUT = 30.0
 """Generous bounds for slow machines: a test that passes never waits this long."""
@@ -235,6 +236,17 @@ def test_control_characters_never_reach_the_terminal() -> None:
     lines = TailPrinter().stream([note])
     assert lines[1:] == ["    FOUND: \\x1b[2Jcleared\ttab", "    second"]
     assert printable("\x07bell\x9b") == "\\x07bell\\x9b"
+
+
+def test_reasons_and_how_the_run_ended_are_escaped_too(runs: Path) -> None:
+    decision = GateDecision(id="g-9", gate="publish", outcome="withhold", source="fallback", bee="bee-1",
+                            reason="error:\x1b[2J", at="2026-11-30T03:00:01.000Z")
+    assert TailPrinter().stream([decision]) == [
+        "03:00:01 gate publish bee-1 => withhold (fallback, error:\\x1b[2J)"
+    ]
+    paths = write_run(runs)
+    write_json_atomic(paths.run_json, run_info().model_copy(update={"exit_reason": "crashed: \x1b]0;t\x07"}))
+    assert end_line(paths) == f"-- run {RUN_ID} finished (crashed: \\x1b]0;t\\x07)"
 
 
 def test_backlog_marks_a_note_superseded_later_on_the_board() -> None:

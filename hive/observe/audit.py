@@ -27,6 +27,7 @@ from hive.observe.reading import (
     concerns_bee,
     deciding_reading,
     decision_bee,
+    printable,
     same_bee,
     verdict_of,
 )
@@ -589,7 +590,8 @@ def label_template(near: Sequence[NearDecision]) -> list[dict[str, Any]]:
 
 
 def format_audit(report: AuditReport, *, text_width: int = 100) -> list[str]:
-    """The report as plain lines for a terminal or a pipe (no control codes)."""
+    """The report as plain lines for a terminal or a pipe, with control characters escaped: the texts are
+    the bees', and a bee's or verifier's reason may quote what a model or a provider said."""
     lines = [_title(report), f"problem: {_clip(report.problem, text_width)}"]
     if report.filters:
         lines.append("filtered: " + ", ".join(f"{k} {v}" for k, v in report.filters.items()))
@@ -600,7 +602,7 @@ def format_audit(report: AuditReport, *, text_width: int = 100) -> list[str]:
         lines += ["", *_label_lines(report.labels)]
     if report.warnings:
         lines += ["", f"{len(report.warnings)} warning(s) while reading; see stderr or --json"]
-    return lines
+    return [printable(line) for line in lines]
 
 
 def _title(report: AuditReport) -> str:

@@ -141,7 +141,8 @@ class TailPrinter:
             and self.filter.shows(self.state.notes[item.note], self.state.notes)
         ):
             return []  # shown among the note's recipients
-        return format_item(item, self.state)
+        # Escaped once more as a whole: besides note texts, a reason may quote what a judge tier answered.
+        return [printable(line) for line in format_item(item, self.state)]
 
 
 def format_item(item: TailItem, state: BoardState) -> list[str]:
@@ -276,7 +277,7 @@ def end_line(paths: RunPaths) -> str:
         info = load_run_info(paths)
     except UsageError:
         return f"-- run {paths.id} ended"
-    reason = f" ({info.exit_reason})" if info.exit_reason else ""
+    reason = f" ({printable(info.exit_reason)})" if info.exit_reason else ""
     return f"-- run {info.id} {effective_status(info)}{reason}"
 
 
