@@ -429,3 +429,16 @@ def test_file_paths_in_tier_specs_are_made_absolute_for_a_resume_from_elsewhere(
     assert resolve_tier_spec("llm:script:s.json", tmp_path) == f"llm:script:{tmp_path / 's.json'}"
     for unchanged in ("local", "http:http://127.0.0.1:9/x", "llm:openai:gpt-4.1-mini"):
         assert resolve_tier_spec(unchanged, tmp_path) == unchanged
+
+
+async def test_an_endpoint_refusing_every_request_is_not_taken_for_one_without_logprobs() -> None:
+    """A 404 (a model not pulled yet, a wrong URL) refuses the plain request too: that is no sign the endpoint lacks
+    logprobs, so once it answers, the tier still reads probabilities off logprobs rather than verbalized JSON."""
+    missing = ModelAPIError("model 'qwen' not found", status=404)
+    model = CannedModel(missing, missing, logprob_reply({"Y": math.log(0.9), "N": math.log(0.1)}, text="Y"))
+    tier = LlmTier(model)
+    down = await Judge([tier]).ask("publish", [NEWS], STATE)
+    assert down.reason == "error:bad_request" and tier.logprobs is None
+    up = await Judge([tier]).ask("publish", [NEWS], STATE)
+    assert up.reason is None and up.answers["news"].p == pytest.approx(0.9) and not up.answers["news"].verbalized
+    assert tier.logprobs is True

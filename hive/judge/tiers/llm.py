@@ -11,9 +11,9 @@ All questions of one gate call go in one request. Two ways to get probabilities:
   evenly over the other options. Prose or code fences around the JSON are tolerated. Such answers are
   marked ``verbalized`` in the ledger.
 
-The tier learns from the first reply which way its endpoint works and keeps to it (a first logprob request
-refused as a bad request also means JSON from then on). A question the reply
-does not answer makes the call an ``invalid_response``.
+The tier learns from the first reply which way its endpoint works and keeps to it (a logprob request
+refused as a bad request, when the plain JSON request after it is answered, also means JSON from then on).
+A question the reply does not answer makes the call an ``invalid_response``.
 """
 
 from __future__ import annotations
@@ -254,6 +254,7 @@ class LlmTier:
         """Ask in codes with logprobs; if the endpoint gives none, ask again (and from then on) in JSON. A
         failure carries the tokens already spent, so the ledger counts what was paid for."""
         tokens = 0
+        refused = False
         try:
             if self.logprobs is not False:
                 response = await self._ask_in_codes(questions, state)
@@ -264,11 +265,17 @@ class LlmTier:
                         return TierResult(
                             answers=parse_logprobs(questions, response), tokens=tokens, meta={"mode": "logprobs"}
                         )
-                self.logprobs = False
+                    self.logprobs = False  # it answered without them: it does not give them
+                else:
+                    refused = True
             settings = ModelSettings(
                 max_tokens=60 * len(questions) + 40, temperature=0.0, timeout=self.timeout, json_output=True
             )
             response = await self._request(json_prompt(questions, state), settings)
+            if refused:
+                # Only a plain request that goes through shows the refusal was of logprobs, not of every request
+                # (a model not yet pulled, a wrong URL, an over-long note: a 404 or 400 the next call may not get).
+                self.logprobs = False
             tokens += response.usage.total
             return TierResult(
                 answers=parse_verbalized(questions, response.text), tokens=tokens, meta={"mode": "verbalized"}
