@@ -124,6 +124,7 @@ async def test_http_tier_posts_state_and_questions_and_reads_answers() -> None:
         ("/garbage", "error:invalid_response"),
         ("/nan", "error:invalid_response"),
         ("/shape", "error:invalid_response"),
+        ("/tokens", "error:invalid_response"),
     ],
 )
 async def test_http_failures_fail_open_with_their_kind(path: str, reason: str) -> None:

@@ -22,6 +22,7 @@ refused or broken connection → ``unreachable``, HTTP 401/403 → ``auth``, 429
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -135,10 +136,12 @@ class HttpTier:
         if not isinstance(answers, dict):
             raise TierFailure("invalid_response", "body has no 'answers' object")
         asked = {q.name for q in questions}
-        tokens = _number(data.get("tokens")) or 0
+        tokens = data.get("tokens", 0)
+        if tokens is not None and (_number(tokens) is None or not 0 <= tokens < math.inf):
+            raise TierFailure("invalid_response", f"tokens is not a count: {tokens!r}")
         return TierResult(
             answers={name: parse_answer(value) for name, value in answers.items() if name in asked},
-            tokens=int(tokens),
+            tokens=int(tokens or 0),
         )
 
     async def aclose(self) -> None:
