@@ -21,8 +21,16 @@ from hive.board import BoardState
 from hive.cli import main
 from hive.errors import UsageError
 from hive.observe.reading import printable
-from hive.observe.tail import TailFilter, TailPrinter, check_bees, end_line, merge_in_time, tail_target
-from hive.records import BeeInfo, Delivery, GateDecision, Note, RunInfo
+from hive.observe.tail import (
+    FollowedFile,
+    TailFilter,
+    TailPrinter,
+    check_bees,
+    end_line,
+    merge_in_time,
+    tail_target,
+)
+from hive.records import BOARD_ADAPTER, BeeInfo, Delivery, GateDecision, Note, RunInfo
 from hive.store import write_json_atomic
 
 TIMEOUT = 30.0
@@ -370,6 +378,27 @@ class Tail:
 def note_line(id: str, bee: str, text: str) -> str:
     note = Note(id=id, bee=bee, kind="finding", text=text, score=0.9)
     return note.model_dump_json(exclude_none=True) + "\n"
+
+
+def test_a_board_truncated_or_replaced_is_read_again_from_its_start(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    board = tmp_path / "board.jsonl"
+    followed = FollowedFile(board, BOARD_ADAPTER)
+    assert followed.read_new() == []  # not there yet
+    board.write_text(note_line("n-1", "bee-1", "FOUND: one") + note_line("n-2", "bee-1", "FOUND: two"))
+    assert [r.id for r in followed.read_new()] == ["n-1", "n-2"]  # type: ignore[union-attr]
+    assert caplog.records == []
+
+    board.write_text(note_line("n-3", "bee-2", "FOUND: three"))  # truncated, then written again: shorter
+    assert [r.id for r in followed.read_new()] == ["n-3"]  # type: ignore[union-attr]
+
+    replacement = tmp_path / "new.jsonl"
+    replacement.write_text("".join(note_line(f"n-{i}", "bee-3", "FOUND: a longer board") for i in range(4, 8)))
+    os.replace(replacement, board)  # rotated: a new file, longer than what was read
+    assert [r.id for r in followed.read_new()] == ["n-4", "n-5", "n-6", "n-7"]  # type: ignore[union-attr]
+    warnings = [r.getMessage() for r in caplog.records]
+    assert warnings == [f"{board} was truncated or replaced: reading it again from its start"] * 2
 
 
 @pytest.mark.slow

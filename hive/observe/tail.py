@@ -20,9 +20,10 @@ from collections.abc import Iterable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import Generic, TextIO, TypeVar
 
 import orjson
+from pydantic import TypeAdapter
 
 from hive.board import BoardState
 from hive.errors import RunNotFound, StoreError, UsageError
@@ -45,6 +46,7 @@ from hive.store import JsonlReader
 log = logging.getLogger("hive.observe")
 
 TailItem = BoardRecord | GateDecision
+T = TypeVar("T")
 
 WATCH_DEBOUNCE_MS = 50
 """Longest a burst of writes is grouped before it is shown."""
@@ -281,12 +283,35 @@ def end_line(paths: RunPaths) -> str:
     return f"-- run {info.id} {effective_status(info)}{reason}"
 
 
+class FollowedFile(Generic[T]):
+    """One JSONL file read incrementally, like ``tail -F``: the records are appended, never rewritten, but
+    should the file shrink or be replaced (truncated by hand, rotated, copied over), it is read again from
+    its start, with a warning, instead of waiting past its end for lines that will never come."""
+
+    def __init__(self, path: Path, parse: TypeAdapter[T] | type[T]) -> None:
+        self.path, self.parse = path, parse
+        self.reader = JsonlReader(path, parse)
+        self.identity: tuple[int, int] | None = None
+
+    def read_new(self) -> list[T]:
+        try:
+            stat = self.path.stat()
+        except OSError:  # not there (yet, or any more); a file that cannot be read is the reader's to report
+            return self.reader.read_new()
+        identity = (stat.st_dev, stat.st_ino)
+        if stat.st_size < self.reader.offset or identity != (self.identity or identity):
+            log.warning(f"{self.path} was truncated or replaced: reading it again from its start")
+            self.reader = JsonlReader(self.path, self.parse)
+        self.identity = identity
+        return self.reader.read_new()
+
+
 class _Source:
     """The run's board (and gate log) read incrementally."""
 
     def __init__(self, paths: RunPaths, *, gates: bool) -> None:
-        self.board = JsonlReader(paths.board, BOARD_ADAPTER)
-        self.gate = JsonlReader(paths.gate, GateDecision) if gates else None
+        self.board = FollowedFile(paths.board, BOARD_ADAPTER)
+        self.gate = FollowedFile(paths.gate, GateDecision) if gates else None
 
     def read_new(self) -> list[TailItem]:
         try:
