@@ -6,10 +6,10 @@ All questions of one gate call go in one request. Two ways to get probabilities:
   letter per option for a choice, a digit per level for a score), separated by spaces, and the
   probabilities are read off each code token's ``top_logprobs``: the mass of every spelling of each valid
   code, renormalized over the valid codes.
-- **verbalized** (when the endpoint gives no logprobs, e.g. Anthropic): the model answers with JSON holding
-  a stated probability per question. For a choice, the mass the model did not give its pick is spread
-  evenly over the other options. Prose or code fences around the JSON are tolerated. Such answers are
-  marked ``verbalized`` in the ledger.
+- **verbalized** (when the endpoint gives no logprobs; Anthropic's never does, so its tier starts here): the
+  model answers with JSON holding a stated probability per question. For a choice, the mass the model did
+  not give its pick is spread evenly over the other options. Prose or code fences around the JSON are
+  tolerated. Such answers are marked ``verbalized`` in the ledger.
 
 The tier learns from the first reply which way its endpoint works and keeps to it (a logprob request
 refused as a bad request, when the plain JSON request after it is answered, also means JSON from then on).
@@ -40,6 +40,9 @@ SYSTEM_PROMPT = (
     "it. Judge only what the state's text says; do not guess beyond it. Follow the reply format exactly."
 )
 TOP_LOGPROBS = 10
+NO_LOGPROBS_PROVIDERS = frozenset({"anthropic"})
+"""Providers whose API has no token log probabilities: their tier asks for JSON from the first call, in one
+request, rather than learning it from a wasted code request."""
 
 
 def codes_of(question: Question) -> list[str]:
@@ -234,8 +237,9 @@ class LlmTier:
         self.model = model
         self.id = id or f"llm:{model.name}"
         self.timeout = timeout
-        self.logprobs: bool | None = None
-        """Whether the endpoint gives token logprobs; unknown until the first reply."""
+        known = model.name.partition(":")[0] in NO_LOGPROBS_PROVIDERS
+        self.logprobs: bool | None = False if known else None
+        """Whether the endpoint gives token logprobs; unknown until the first reply, unless its API never does."""
 
     async def _request(self, prompt: str, settings: ModelSettings) -> ModelResponse:
         messages = [Message(role="system", content=SYSTEM_PROMPT), Message(role="user", content=prompt)]
