@@ -10,7 +10,8 @@ The sandbox (see :func:`bwrap_argv`):
 - every namespace unshared (``--unshare-all``): no network but a private loopback, its own PID namespace,
   so no process outlives the call; no Unix-domain sockets either (:mod:`hive.tools.seccomp`), since socket
   files on the read-only host (``/run/docker.sock``, an ssh-agent) need no write permission to connect to;
-  ``--die-with-parent`` and ``--new-session``; all capabilities dropped, and bubblewrap always sets
+  ``--die-with-parent`` and ``--new-session``, and a lifeline to the bee (:func:`lifeline_argv`), so the
+  sandbox dies with the bee however the bee dies; all capabilities dropped, and bubblewrap always sets
   ``no_new_privs``, so a setuid binary gains nothing;
 - a clean environment built from nothing (:func:`sandbox_env`): no API key, no ``*_KEY``/``*_TOKEN``/
   ``*_SECRET`` variable, no ``LD_PRELOAD`` or other loader and shell start-up variables;
@@ -41,7 +42,7 @@ import re
 import shutil
 import signal
 import sys
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
@@ -203,6 +204,38 @@ def limits_argv(prlimit: str, cpu_seconds: int, *, processes: int | None = PROCE
     if processes is not None:
         caps.append(f"--nproc={processes}")
     return [prlimit, *caps, "--"]
+
+
+_LIFELINE = (
+    'exec 3<&0 </dev/null; {{ read -r _ <&3; {kill}; }} >/dev/null 2>&1 & exec 3<&-; exec "$@"'
+)
+
+
+def lifeline_argv(shell: str, argv: Sequence[str], *, sandboxed: bool) -> list[str]:
+    """``argv`` behind a watcher that kills it, and everything it started, once standard input reads end of file.
+
+    Standard input is to be the read end of a pipe whose write end only the bee holds (:func:`lifeline`), so it
+    reads end of file when the bee dies, however it dies; ``argv`` itself gets ``/dev/null``. bubblewrap's
+    ``--die-with-parent`` alone leaves a gap: the sandbox's init sets its parent-death signal only once the
+    sandbox is set up and the command started, so a bee killed in between (its coordinator SIGKILLed, say)
+    orphans the init, and the command lives on. In the sandbox the watcher kills every process of the sandbox's
+    PID namespace, where it is pid 2 (checked, so that ``kill -1`` can never run outside one); unsandboxed, the
+    command's process group (it is started in a session of its own). POSIX ``sh`` is enough.
+    """
+    kill = '[ "$$" = 2 ] && kill -s KILL -- -1' if sandboxed else "kill -s KILL -- -$$"
+    return [shell, "-c", _LIFELINE.format(kill=kill), "lifeline", *argv]
+
+
+@contextlib.contextmanager
+def lifeline() -> Iterator[int]:
+    """A pipe for :func:`lifeline_argv`, open while the command runs; yields the end that becomes the command's
+    standard input. The other end is never inherited (:pep:`446`), so no child of the bee can keep it open."""
+    read_end, write_end = os.pipe()
+    try:
+        yield read_end
+    finally:
+        os.close(read_end)
+        os.close(write_end)
 
 
 def size_text(size: int) -> str:
@@ -444,13 +477,14 @@ async def run_capped(
     stop: asyncio.Event | None = None,
     info_pipe: tuple[int, int] | None = None,
     pass_fds: Sequence[int] = (),
+    stdin: int | None = None,
 ) -> Outcome:
     """Run ``argv`` with stdout and stderr merged and capped; kill everything it started when it ends, when
     ``limit`` seconds pass, or when the caller is cancelled. The process is always reaped.
 
     ``stop``, once set, ends the command early (the tools are closing). ``info_pipe`` is the (read, write)
     pair whose write end ``argv`` passes to ``bwrap --info-fd``; ``pass_fds`` are further descriptors the
-    command inherits (the caller closes them).
+    command inherits (the caller closes them); ``stdin`` is its standard input (``/dev/null`` by default).
     """
     # Our own pipe rather than asyncio's: asyncio's wait() also waits for its pipes to close, which a
     # background child (unsandboxed) could hold open for ever, and we could not close them ourselves.
@@ -460,7 +494,7 @@ async def run_capped(
             *argv,
             cwd=cwd,
             env=dict(env),
-            stdin=asyncio.subprocess.DEVNULL,
+            stdin=asyncio.subprocess.DEVNULL if stdin is None else stdin,
             stdout=out_write,
             stderr=out_write,
             start_new_session=True,
@@ -617,9 +651,11 @@ class BashTool:
         else:
             if self.prlimit is not None:
                 argv = [*limits_argv(self.prlimit, math.ceil(timeout), processes=None), *argv]
-            outcome = await run_capped(
-                argv, cwd=self.repo, env=self.env, limit=timeout, cap=self.cap, stop=self._closing
-            )
+            with lifeline() as fd:
+                outcome = await run_capped(
+                    lifeline_argv(self.shell, argv, sandboxed=False), cwd=self.repo, env=self.env,
+                    limit=timeout, cap=self.cap, stop=self._closing, stdin=fd,
+                )
         return self._result(command, outcome, timeout, sandboxed)
 
     async def _sandbox_usable(self, command: str) -> bool:
@@ -660,29 +696,32 @@ class BashTool:
         group = SandboxGroup.create(self.cgroups, limits) if self.cgroups else None
         info_pipe = os.pipe()
         seccomp = filter_fd(self.seccomp) if self.seccomp is not None else None
-        sandboxed = bwrap_argv(
-            self.bwrap or "bwrap",
-            self.repo,
-            [*limits_argv(self.prlimit or "prlimit", math.ceil(limit), processes=self.processes), *argv],
-            hide=self.hidden,
-            keep=self.keep,
-            mask=[path for path in self.exclude if path.is_dir()],
-            drop_caps=os.geteuid() == 0,
-            info_fd=info_pipe[1],
-            seccomp_fd=seccomp,
-            sized=self.sized,
-        )
+        capped = [*limits_argv(self.prlimit or "prlimit", math.ceil(limit), processes=self.processes), *argv]
         try:
-            outcome = await run_capped(
-                group.join(sandboxed) if group is not None else sandboxed,
-                cwd=self.repo,
-                env=self.env,
-                limit=limit,
-                cap=cap,
-                stop=self._closing,
-                info_pipe=info_pipe,
-                pass_fds=(seccomp,) if seccomp is not None else (),
-            )
+            with lifeline() as fd:
+                sandboxed = bwrap_argv(
+                    self.bwrap or "bwrap",
+                    self.repo,
+                    lifeline_argv(self.shell, capped, sandboxed=True),
+                    hide=self.hidden,
+                    keep=self.keep,
+                    mask=[path for path in self.exclude if path.is_dir()],
+                    drop_caps=os.geteuid() == 0,
+                    info_fd=info_pipe[1],
+                    seccomp_fd=seccomp,
+                    sized=self.sized,
+                )
+                outcome = await run_capped(
+                    group.join(sandboxed) if group is not None else sandboxed,
+                    cwd=self.repo,
+                    env=self.env,
+                    limit=limit,
+                    cap=cap,
+                    stop=self._closing,
+                    info_pipe=info_pipe,
+                    stdin=fd,
+                    pass_fds=(seccomp,) if seccomp is not None else (),
+                )
             return replace(outcome, caps_hit=frozenset(group.hits())) if group is not None else outcome
         finally:
             if seccomp is not None:
