@@ -216,6 +216,8 @@ def test_eval_prints_a_table(capsys: pytest.CaptureFixture[str]) -> None:
         ('{"note": "x", "focus": "y", "useful": true}\n', "verify", "unknown gate"),
         ('{"text": "  ", "kind": "routine", "news": false}\n', "publish", "line 1 is not a publish item: text"),
         ('{"note": "x", "focus": "", "useful": true}\n', "deliver", "line 1 is not a deliver item: focus"),
+        ('{"text": "x", "kind": "routine", "news": false}\n', "relate", "(it is a publish item: --gate publish?)"),
+        ('{"a": "x", "b": "y", "same_bee": true, "relation": "none"}\n', "deliver", "(it is a relate item: --gate"),
     ],
 )
 def test_eval_with_a_bad_file_exits_2(

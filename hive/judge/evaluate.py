@@ -99,6 +99,19 @@ class DeliverItem(_Item):
 ITEM_MODELS: dict[str, type[_Item]] = {"publish": PublishItem, "relate": RelateItem, "deliver": DeliverItem}
 
 
+def _other_gate(data: Any, gate: str) -> str | None:
+    """The other gate whose item ``data`` is, if any: a file given with the wrong ``--gate``."""
+    for other, model in ITEM_MODELS.items():
+        if other == gate:
+            continue
+        try:
+            model.model_validate(data)
+        except ValidationError:
+            continue
+        return other
+    return None
+
+
 def load_items(path: Path, gate: str) -> list[_Item]:
     """Read and check an evaluation file; raise :class:`UsageError` (one line) naming the bad line."""
     model = ITEM_MODELS.get(gate)
@@ -121,7 +134,11 @@ def load_items(path: Path, gate: str) -> list[_Item]:
         except ValidationError as e:
             problem = e.errors()[0]
             place = ".".join(str(part) for part in problem["loc"]) or "item"
-            raise UsageError(f"{path}: line {number} is not a {gate} item: {place}: {problem['msg']}") from e
+            hint = _other_gate(json.loads(line), gate)
+            raise UsageError(
+                f"{path}: line {number} is not a {gate} item: {place}: {problem['msg']}"
+                + (f" (it is a {hint} item: --gate {hint}?)" if hint else "")
+            ) from e
     if not items:
         raise UsageError(f"{path} has no items")
     return items
