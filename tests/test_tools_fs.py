@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hive.tools.common import glob_matches
+from hive.tools.common import Glob, glob_matches
 from hive.tools.fs import FindTool, GrepTool, LsTool, ReadTool, RepoRoot
 
 HAS_RG = shutil.which("rg") is not None
@@ -384,10 +384,40 @@ async def test_ls_file_empty_directory_and_missing(root: RepoRoot, repo: Path) -
         ("/build", "build", True),
         ("build", "x/build", True),
         ("a+b(c).txt", "a+b(c).txt", True),
+        ("*test*.py", "src/test_a.py", True),
+        ("*test*.py", "test/a.py", False),
+        ("**/**/b", "b", True),
+        ("a/**/**/b", "a/x/y/b", True),
+        ("a/**/**", "a/x/y", True),
+        ("a**b", "a/x/b", True),
+        ("**/x/**/y/**/*.py", "x/y/z.py", True),
+        ("**/x/**/y/**/*.py", "x/z.py", False),
+        ("a*b*c*d", "aXbYcZd", True),
+        ("a*b*c*d", "aXbY/cZd", False),
     ],
 )
 def test_glob_matching(pattern: str, path: str, matches: bool) -> None:
     assert glob_matches(pattern, path) is matches
+    # The regex and the automaton agree: patterns with many wildcards use the automaton.
+    automaton = Glob(pattern)
+    automaton._regex = None
+    assert automaton.matches(path) is matches
+
+
+@pytest.mark.parametrize("rg_path", BACKENDS)
+@pytest.mark.parametrize("pattern", ["**/" * 30 + "zz", "*a" * 40 + "zz", "a*" * 30 + "/zz"])
+async def test_a_pathological_glob_cannot_hang_the_bee(
+    root: RepoRoot, repo: Path, rg_path: str | None, pattern: str
+) -> None:
+    # As a backtracking regex, each of these takes longer than the universe's age on one path; the first one
+    # took 14 s with only 10 repetitions. find matches globs on the bee's event loop, so that was a hung bee.
+    deep = repo / Path(*["a" * 40] * 20)
+    deep.mkdir(parents=True)
+    (deep / ("a" * 200)).write_text("batch_size\n")
+    found = await FindTool(root, rg_path=rg_path).run({"pattern": pattern})
+    assert found.text == f"no files match {pattern!r}"
+    searched = await GrepTool(root, rg_path=rg_path).run({"pattern": "batch_size", "glob": pattern})
+    assert searched.ok and searched.text == "no matches"
 
 
 def _tool(name: str, root: RepoRoot) -> ReadTool | GrepTool | FindTool | LsTool:

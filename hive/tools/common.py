@@ -124,44 +124,146 @@ def preview(text: str, limit: int = _PREVIEW_CHARS) -> str:
 # --------------------------------------------------------------------------- globs
 
 
-@lru_cache(maxsize=256)
-def glob_regex(pattern: str) -> re.Pattern[str]:
-    """Compile a glob over ``/``-separated relative paths.
+_Token = tuple[str, str | re.Pattern[str] | None]
+"""One piece of a glob: ``lit`` (a character), ``one`` (``?``), ``class`` (``[abc]``, a one-character regex),
+``star`` (``*``: any run within a segment), ``all`` (``**``: any run at all), ``dirs`` (``**/``: nothing, or any
+run ending with ``/``)."""
+_WILDCARDS = frozenset({"star", "all", "dirs"})
+_REGEX_WILDCARDS = 2
+"""A glob with at most this many wildcards is matched by a regex (fast, and its backtracking stays quadratic at
+worst); one with more by a lazily built automaton, linear in the path, which no pattern can make explode."""
+_DFA_CACHE = 50_000
+"""Transitions a lazy automaton keeps before it starts over (memory stays bounded for any pattern)."""
 
-    ``*`` and ``?`` stay inside one path segment, ``**`` spans any number of segments (a ``**/`` prefix may
-    match none), ``[abc]`` is a character class. A pattern without ``/`` matches the file name at any depth;
-    one with ``/`` matches the whole path from the search root.
-    """
+
+def _glob_tokens(pattern: str) -> tuple[tuple[_Token, ...], bool]:
+    """The tokens of ``pattern`` and whether it is anchored (has a ``/``); runs of wildcards that match the same
+    thing as one (``**/**/``, ``**`` next to ``*``) are collapsed into one."""
     body = pattern.strip().lstrip("/")
-    anchored = "/" in body
-    out: list[str] = []
+    tokens: list[_Token] = []
     i = 0
     while i < len(body):
         char = body[i]
+        token: _Token
         if body.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
+            token, i = ("dirs", None), i + 3
         elif body.startswith("**", i):
-            out.append(".*")
-            i += 2
+            token, i = ("all", None), i + 2
         elif char == "*":
-            out.append("[^/]*")
-            i += 1
+            token, i = ("star", None), i + 1
         elif char == "?":
-            out.append("[^/]")
-            i += 1
+            token, i = ("one", None), i + 1
         elif char == "[" and (end := body.find("]", i + 2)) != -1:
             inner = body[i + 1 : end]
             if inner.startswith("!"):
                 inner = "^" + inner[1:]
-            out.append("[" + inner.replace("\\", "\\\\") + "]")
-            i = end + 1
+            token, i = ("class", re.compile("[" + inner.replace("\\", "\\\\") + "]", re.DOTALL)), end + 1
         else:
-            out.append(re.escape(char))
-            i += 1
-    prefix = "" if anchored else "(?:.*/)?"
-    return re.compile(prefix + "".join(out) + r"\Z", re.DOTALL)
+            token, i = ("lit", char), i + 1
+        previous = tokens[-1][0] if tokens else None
+        if token[0] == "dirs" and previous in ("dirs", "all"):
+            continue
+        if token[0] == "all" and previous == "dirs":
+            tokens[-1] = token
+            continue
+        if token[0] in ("star", "all") and previous in ("star", "all"):
+            tokens[-1] = ("all", None) if "all" in (token[0], previous) else tokens[-1]
+            continue
+        tokens.append(token)
+    return tuple(tokens), "/" in body
+
+
+class Glob:
+    """A compiled glob over ``/``-separated relative paths.
+
+    ``*`` and ``?`` stay inside one path segment, ``**`` spans any number of segments (a ``**/`` prefix may
+    match none), ``[abc]`` is a character class. A pattern without ``/`` matches the file name at any depth;
+    one with ``/`` matches the whole path from the search root. Matching never takes more than time linear in
+    the path's length times the pattern's, whatever the pattern: a model writes it.
+    """
+
+    def __init__(self, pattern: str) -> None:
+        tokens, anchored = _glob_tokens(pattern)
+        self.tokens: tuple[_Token, ...] = tokens if anchored else (("dirs", None), *tokens)
+        wildcards = sum(kind in _WILDCARDS for kind, _ in self.tokens)
+        self._regex = self._as_regex() if wildcards <= _REGEX_WILDCARDS else None
+        self._start = self._closure({(0, False)})
+        self._transitions: dict[tuple[frozenset[tuple[int, bool]], str], frozenset[tuple[int, bool]]] = {}
+
+    def matches(self, path: str) -> bool:
+        if self._regex is not None:
+            return self._regex.match(path) is not None
+        if len(self._transitions) > _DFA_CACHE:
+            self._transitions.clear()
+        states = self._start
+        for char in path:
+            key = (states, char)
+            following = self._transitions.get(key)
+            if following is None:
+                following = self._transitions[key] = self._step(states, char)
+            if not following:
+                return False
+            states = following
+        return (len(self.tokens), False) in states
+
+    def _as_regex(self) -> re.Pattern[str]:
+        pieces = {"star": "[^/]*", "all": ".*", "dirs": "(?:.*/)?", "one": "[^/]"}
+        out = []
+        for kind, value in self.tokens:
+            if kind == "lit":
+                assert isinstance(value, str)
+                out.append(re.escape(value))
+            elif kind == "class":
+                assert isinstance(value, re.Pattern)
+                out.append(value.pattern)
+            else:
+                out.append(pieces[kind])
+        return re.compile("".join(out) + r"\Z", re.DOTALL)
+
+    # The automaton's states are (token index, inside): before token i, or (for ``**/``) inside its run, which
+    # must end with a ``/`` before token i + 1 can start.
+
+    def _closure(self, states: set[tuple[int, bool]]) -> frozenset[tuple[int, bool]]:
+        """``states`` and every state reachable from them without reading a character (skipping wildcards)."""
+        reached = set(states)
+        pending = [index for index, inside in states if not inside]
+        while pending:
+            index = pending.pop()
+            if index < len(self.tokens) and self.tokens[index][0] in _WILDCARDS and (index + 1, False) not in reached:
+                reached.add((index + 1, False))
+                pending.append(index + 1)
+        return frozenset(reached)
+
+    def _step(self, states: frozenset[tuple[int, bool]], char: str) -> frozenset[tuple[int, bool]]:
+        following: set[tuple[int, bool]] = set()
+        for index, inside in states:
+            if index == len(self.tokens):
+                continue
+            kind, value = self.tokens[index]
+            if inside or kind == "dirs":
+                following.add((index, True))
+                if char == "/":
+                    following.add((index + 1, False))
+            elif kind == "star":
+                if char != "/":
+                    following.add((index, False))
+            elif kind == "all":
+                following.add((index, False))
+            elif kind == "one":
+                if char != "/":
+                    following.add((index + 1, False))
+            elif kind == "lit":
+                if char == value:
+                    following.add((index + 1, False))
+            elif isinstance(value, re.Pattern) and value.match(char):
+                following.add((index + 1, False))
+        return self._closure(following)
+
+
+@lru_cache(maxsize=256)
+def compile_glob(pattern: str) -> Glob:
+    return Glob(pattern)
 
 
 def glob_matches(pattern: str, relative_path: str) -> bool:
-    return glob_regex(pattern).match(relative_path) is not None
+    return compile_glob(pattern).matches(relative_path)
