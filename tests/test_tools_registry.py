@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import shutil
 from pathlib import Path
 from typing import Any
@@ -75,7 +76,9 @@ async def test_unknown_tools_are_refused(repo: Path, name: str) -> None:
         ("read", ["a.py"], "arguments must be a JSON object, got list"),
         ("grep", {"pattern": "x", "ignore_case": "yes"}, "'ignore_case' must be true or false"),
         ("ls", "src", "arguments must be a JSON object, got str"),
-        ("bash", {"command": "true", "timeout": "soon"}, "'timeout' must be a number"),
+        ("bash", {"command": "true", "timeout": "soon"}, "'timeout' must be a finite number"),
+        ("bash", {"command": "true", "timeout": math.nan}, "'timeout' must be a finite number, got nan"),
+        ("bash", {"command": "true", "timeout": math.inf}, "'timeout' must be a finite number, got inf"),
         ("browse", {}, "missing required argument 'url'"),
     ],
 )

@@ -5,6 +5,7 @@ All pure functions; the tools call them from their I/O edges.
 
 from __future__ import annotations
 
+import math
 import re
 from functools import lru_cache
 from typing import Any
@@ -66,7 +67,7 @@ def check_args(tool: str, schema: dict[str, Any], args: object) -> dict[str, Any
 _TYPE_WORDS = {
     "string": "a string",
     "integer": "an integer",
-    "number": "a number",
+    "number": "a finite number",
     "boolean": "true or false",
 }
 
@@ -78,7 +79,8 @@ def _has_type(value: object, kind: str) -> bool:
     if kind == "integer":
         return isinstance(value, int) and not isinstance(value, bool)
     if kind == "number":
-        return isinstance(value, int | float) and not isinstance(value, bool)
+        # Python's JSON parser reads NaN and Infinity, which JSON itself does not have: neither is a number here.
+        return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
     if kind == "boolean":
         return isinstance(value, bool)
     raise AssertionError(f"schema type {kind!r} is not supported")
