@@ -79,6 +79,27 @@ def test_missing_environment_is_a_usage_error_naming_the_variable(spec: str, var
             infer_model(spec, env=env)
 
 
+@pytest.mark.parametrize(
+    ("spec", "env", "message"),
+    [
+        ("openai:gpt-4.1", {"OPENAI_API_KEY": "sk-proj-\u201csecretvalue"},
+         "OPENAI_API_KEY has a non-ASCII character at position 9"),
+        ("anthropic:claude-haiku-4-5", {"ANTHROPIC_API_KEY": "sk-ant-secret\nvalue"},
+         "ANTHROPIC_API_KEY has a line break at position 14"),
+        ("openai-compat:x", {"HIVE_BASE_URL": "http://127.0.0.1:8000/v1", "HIVE_API_KEY": "tok\x01secretvalue"},
+         "HIVE_API_KEY has a control character at position 4"),
+    ],
+)
+def test_a_key_no_http_header_can_carry_is_a_usage_error_that_does_not_show_it(
+    spec: str, env: dict[str, str], message: str
+) -> None:
+    # Before, the first model call failed inside the bee with "UnicodeEncodeError: 'ascii' codec can't encode".
+    with pytest.raises(UsageError) as caught:
+        check_model_spec(spec, env=env)
+    assert str(caught.value) == f"{message}, which an HTTP header cannot carry; copy the key again"
+    assert "secret" not in str(caught.value)
+
+
 def test_the_process_environment_is_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(UsageError):
         check_model_spec("openai:gpt-4.1")

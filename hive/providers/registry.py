@@ -137,6 +137,9 @@ def _configure(spec: ModelSpec, env: Mapping[str, str]) -> _Endpoint | _Script:
     required = REQUIRED_KEYS.get(spec.provider)
     if required and value(required) is None:
         raise UsageError(f"model {str(spec)!r} needs {required} in the environment")
+    for variable in (required, "HIVE_API_KEY" if spec.provider == "openai-compat" else None):
+        if variable and (key := value(variable)) is not None:
+            check_key(variable, key)
     if spec.provider == "openai":
         from hive.providers.openai import OPENAI_BASE_URL
 
@@ -157,6 +160,18 @@ def _configure(spec: ModelSpec, env: Mapping[str, str]) -> _Endpoint | _Script:
     if base_url is None:
         raise UsageError(f"model {str(spec)!r} needs HIVE_BASE_URL (the server's OpenAI-compatible /v1 URL)")
     return _Endpoint(_checked_url(base_url, "HIVE_BASE_URL"), value("HIVE_API_KEY"))
+
+
+def check_key(variable: str, key: str) -> None:
+    """Refuse a key an HTTP header cannot carry (a quote or a line break pasted with it), naming the variable and
+    the position of the first bad character, never the key."""
+    for position, char in enumerate(key, start=1):
+        if not (char.isascii() and char.isprintable()):
+            what = "a line break" if char in "\r\n" else "a control character" if char.isascii() else (
+                "a non-ASCII character")
+            raise UsageError(
+                f"{variable} has {what} at position {position}, which an HTTP header cannot carry; copy the key again"
+            )
 
 
 def ollama_base_url(host: str | None) -> str:
