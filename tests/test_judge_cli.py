@@ -148,6 +148,14 @@ def test_ask_with_bad_input_exits_2_with_one_line(capsys: pytest.CaptureFixture[
     assert err.startswith("hive: error:") and err.count("\n") == 1
 
 
+def test_a_rule_file_nested_too_deeply_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rules = tmp_path / "rules.json"
+    rules.write_text("[" * 100_000)
+    assert main(["judge", "ask", "publish", "--note", "cache.py drops the key", "--judge", f"script:{rules}"]) == 2
+    err = capsys.readouterr().err
+    assert "nested too deeply" in err and err.count("\n") == 1
+
+
 @pytest.mark.parametrize(
     ("rule", "message"),
     [
@@ -217,6 +225,7 @@ def test_eval_prints_a_table(capsys: pytest.CaptureFixture[str]) -> None:
         ('{"text": "  ", "kind": "routine", "news": false}\n', "publish", "line 1 is not a publish item: text"),
         ('{"note": "x", "focus": "", "useful": true}\n', "deliver", "line 1 is not a deliver item: focus"),
         ('{"text": "x", "kind": "routine", "news": false}\n', "relate", "(it is a publish item: --gate publish?)"),
+        ("[" * 100_000 + "\n", "publish", "line 1 is not an item (nested too deeply)"),
         ('{"a": "x", "b": "y", "same_bee": true, "relation": "none"}\n', "deliver", "(it is a relate item: --gate"),
     ],
 )

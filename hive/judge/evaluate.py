@@ -131,6 +131,8 @@ def load_items(path: Path, gate: str) -> list[_Item]:
             items.append(model.model_validate(json.loads(line)))
         except json.JSONDecodeError as e:
             raise UsageError(f"{path}: line {number} is not JSON ({e.msg})") from e
+        except RecursionError as e:
+            raise UsageError(f"{path}: line {number} is not an item (nested too deeply)") from e
         except ValidationError as e:
             problem = e.errors()[0]
             place = ".".join(str(part) for part in problem["loc"]) or "item"

@@ -92,6 +92,8 @@ class ScriptTier:
             raise UsageError(f"judge script {str(where)!r}: cannot read it ({e.strerror})") from e
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise UsageError(f"judge script {str(where)!r} is not JSON: {e}") from e
+        except RecursionError as e:
+            raise UsageError(f"judge script {str(where)!r} is not a list of rules (nested too deeply)") from e
         if not isinstance(data, list):
             raise UsageError(f"judge script {str(where)!r} must be a JSON list of rules")
         rules: list[ScriptRule] = []
