@@ -281,6 +281,16 @@ def page_text(body: bytes, content_type: str, charset: str | None, url: str) -> 
     return None
 
 
+_MARKER_LOOKALIKE = re.compile(r"\[(\s*(?:end\s+of\s+)?untrusted\s+web\s+content)", re.IGNORECASE)
+
+
+def defang_markers(text: str) -> str:
+    """``text`` with anything that looks like browse's own markers turned into plain parentheses, so that a page
+    cannot write ``[end of untrusted web content]`` and follow it with words the model would take as outside
+    the page."""
+    return _MARKER_LOOKALIKE.sub(r"(\1", text)
+
+
 BROWSE_SPEC = ToolSpec(
     name="browse",
     description=(
@@ -375,7 +385,7 @@ class BrowseTool:
                 ok=status < 400,
                 activity=activity,
             )
-        shown = cap_output(text.encode(), self.cap)
+        shown = cap_output(defang_markers(text).encode(), self.cap)
         if not complete:
             shown += f"\n[download stopped at {self.max_download} bytes; the page is longer]"
         return ToolResult(
