@@ -15,7 +15,8 @@ from typing import Any
 class JudgeServer:
     """``/answers`` replies ``{"answers": answers}``; ``/slow`` never replies; ``/status/<n>`` replies HTTP n;
     ``/garbage`` replies non-JSON; ``/nan`` replies a NaN probability; ``/shape`` replies JSON of the wrong
-    shape; ``/tokens`` replies answers with an infinite token count. Every request body is kept in ``requests``."""
+    shape; ``/tokens`` replies answers with an infinite token count; ``/deep`` JSON nested too deeply.
+    Every request body is kept in ``requests``."""
 
     port: int = 0
     answers: dict[str, Any] = field(default_factory=dict)
@@ -50,6 +51,8 @@ class JudgeServer:
                 body = b'{"answers": {"news": {"p": NaN}, "useful": {"p": NaN}}}'
             elif path == "/shape":
                 body = b'{"answer": [1, 2, 3]}'
+            elif path == "/deep":
+                body = b"[" * 100_000
             elif path == "/tokens":
                 body = b'{"answers": {"news": {"p": 0.9}, "useful": {"p": 0.9}}, "tokens": Infinity}'
             writer.write(

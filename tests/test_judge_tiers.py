@@ -125,6 +125,7 @@ async def test_http_tier_posts_state_and_questions_and_reads_answers() -> None:
         ("/nan", "error:invalid_response"),
         ("/shape", "error:invalid_response"),
         ("/tokens", "error:invalid_response"),
+        ("/deep", "error:invalid_response"),
     ],
 )
 async def test_http_failures_fail_open_with_their_kind(path: str, reason: str) -> None:
@@ -308,6 +309,11 @@ def test_verbalized_replies_without_an_answer_are_invalid(text: str, message: st
     with pytest.raises(TierFailure, match=message) as caught:
         parse_verbalized([NEWS, KIND], text)
     assert caught.value.kind == "invalid_response"
+
+
+def test_json_nested_too_deeply_in_a_reply_is_no_answer() -> None:
+    with pytest.raises(TierFailure, match="no JSON object"):
+        parse_verbalized([NEWS], "{" * 10 + '"news": ' + "[" * 100_000)
 
 
 def test_json_is_found_inside_prose() -> None:

@@ -130,7 +130,7 @@ class HttpTier:
         try:
             # stdlib json on purpose: it reads NaN and Infinity, so the policy can reject them by name
             data = json.loads(response.content)
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
             raise TierFailure("invalid_response", f"body is not JSON: {response.text[:80]!r}") from e
         answers = data.get("answers") if isinstance(data, dict) else None
         if not isinstance(answers, dict):
