@@ -101,10 +101,21 @@ def _ends_mid_line(path: Path) -> bool:
 
 def write_json_atomic(path: Path, record: BaseModel) -> None:
     """Replace ``path`` with ``record`` as indented JSON, atomically (write a sibling, then rename)."""
+    data = record.model_dump(mode="json", exclude_none=True)
+    write_bytes_atomic(path, orjson.dumps(data, option=orjson.OPT_INDENT_2))
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` (UTF-8), atomically."""
+    write_bytes_atomic(path, text.encode("utf-8"))
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data``, atomically (write a sibling, then rename): a reader sees the old file or
+    the new one, and a failed write (a full disk) leaves neither half a file nor the sibling behind."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        data = record.model_dump(mode="json", exclude_none=True)
-        tmp.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2))
+        tmp.write_bytes(data)
         os.replace(tmp, path)
     except OSError as e:
         # The cleanup can fail for the same reason (a read-only file system): the write's error is the news.

@@ -93,11 +93,15 @@ def check_runs_dir(runs_dir: Path) -> Path:
         probe = probe.parent
     if probe.exists() and not probe.is_dir():
         raise UsageError(f"runs directory {str(runs_dir)!r} is not a directory")
-    # os.access() says yes to root everywhere; only a real (immediately removed) file tells the truth.
+    # os.access() says yes to root everywhere; only a real (immediately removed) file tells the truth. It gets
+    # a byte, since a full disk still makes empty files.
     try:
         fd, name = tempfile.mkstemp(prefix=".hive-probe-", dir=probe)
-        os.close(fd)
-        os.unlink(name)
+        try:
+            os.write(fd, b"\n")
+        finally:
+            os.close(fd)
+            os.unlink(name)
     except OSError as e:
         raise UsageError(f"runs directory {str(runs_dir)!r} is not writable ({e.strerror})") from e
     return runs_dir

@@ -16,10 +16,10 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from hive import __version__
 from hive.coordinator.answer import (
@@ -60,7 +60,9 @@ from hive.records import (
 from hive.roles import load_role
 from hive.runs import RunPaths, new_run_id
 from hive.secrets import Scrubber, secret_values
-from hive.store import JsonlWriter, write_json_atomic
+from hive.store import JsonlWriter, write_json_atomic, write_text_atomic
+
+T = TypeVar("T")
 
 TICK = 0.1
 INTERRUPT_GRACE = 15.0
@@ -140,6 +142,8 @@ class Coordinator:
         self._kill_at: float | None = None
         self._tasks: asyncio.TaskGroup | None = None
         self._interrupts = 0
+        self._model_task: asyncio.Future[Any] | None = None
+        """The planning or answer call while it runs: Ctrl-C cuts it short (:meth:`_model_call`)."""
         self._active = 0
         """Bee tasks still running, their pipeline workers included."""
         self._repo_head = git_head(opts.repo)
@@ -213,8 +217,14 @@ class Coordinator:
 
     async def run(self) -> RunResult:
         if self.earlier is None:
-            self.paths.dir.mkdir(parents=True, exist_ok=False)
-        self._save()
+            self._make_run_dir()
+        try:
+            self._save()
+        except StoreError:
+            if self.earlier is None:  # an empty directory would only be listed as an unreadable run
+                with contextlib.suppress(OSError):
+                    self.paths.dir.rmdir()
+            raise
         if self.on_created is not None:
             self.on_created(self.paths)
         board = JsonlWriter(self.paths.board)
@@ -254,17 +264,42 @@ class Coordinator:
         except* StoreError as group:
             self.status, self.exit_reason = "failed", str(group.exceptions[0])
         finally:
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                loop.remove_signal_handler(sig)
             await self._reap_all()
             await judge.aclose()
             board.close()
             gate_log.close()
+        try:
+            # Ctrl-C stays the coordinator's while the answer is written: it cuts the synthesis short.
+            return await self._end(pipeline)
+        finally:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(sig)
+
+    def _make_run_dir(self) -> None:
+        """A new run directory. Two runs started in the same second share a timestamp, and may, rarely, draw
+        the same suffix: the later one draws again."""
+        for _ in range(5):
+            try:
+                self.paths.dir.mkdir(parents=True, exist_ok=False)
+                return
+            except FileExistsError:
+                self.paths = RunPaths(self.opts.runs_dir / new_run_id())
+            except OSError as e:
+                raise StoreError(f"cannot make the run directory {self.paths.dir}: {e.strerror}") from e
+        raise StoreError(f"cannot make a new run directory in {self.opts.runs_dir}: every name drawn was taken")
+
+    async def _end(self, pipeline: Pipeline) -> RunResult:
+        """The answer and the run's final status, once every bee has ended."""
+        answer = ""
+        if self.status != "failed":
+            try:
+                answer = await self._answer()
+            except StoreError as e:
+                self.status, self.exit_reason = "failed", f"{e}; 'hive resume {self.paths.id}' writes it again"
         if self.status == "failed":
             with contextlib.suppress(StoreError):
                 self._save()
             raise RunFailed(f"run {self.paths.id} stopped: {self.exit_reason}")
-        answer = await self._answer()
         if self.stopping == "interrupted":
             self.status, self.exit_reason = "interrupted", "interrupted by the user"
         elif not any(b.outcome in _HANDED_IN for b in self.bees.values()):
@@ -287,14 +322,31 @@ class Coordinator:
         try:
             model = infer_model(self.opts.model, agent="planner")
             try:
-                return [self._scrub.text(a) for a in await plan_angles(model, self.opts.problem, n)]
+                planned = await self._model_call(plan_angles(model, self.opts.problem, n))
+                return [self._scrub.text(a) for a in planned]
             finally:
                 await model.aclose()
         except Exception as e:  # planning is best effort: any failure falls back to generic angles
             self.angle_source = "fallback"
-            self._say(f"angle planning failed ({_short(e)}); using generic angles")
+            how = "was interrupted" if isinstance(e, CutShort) else f"failed ({_short(e)})"
+            self._say(f"angle planning {how}; using generic angles")
             role = load_role(self.opts.role, cwd=self.opts.repo)
             return fallback_angles(n, getattr(role, "angles", None) or ())
+
+    async def _model_call(self, call: Coroutine[Any, Any, T]) -> T:
+        """Await the coordinator's own model call (planning, the answer) so that Ctrl-C cuts it short at once,
+        raising :class:`CutShort`, instead of waiting for a slow or hung provider."""
+        task = asyncio.ensure_future(call)
+        self._model_task = task
+        try:
+            return await task
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if task.cancelled() and not (current is not None and current.cancelling()):
+                raise CutShort("interrupted by the user") from None
+            raise  # the coordinator itself is being cancelled
+        finally:
+            self._model_task = None
 
     # ------------------------------------------------------------------ bees
 
@@ -467,9 +519,14 @@ class Coordinator:
     def _on_signal(self) -> None:
         """First Ctrl-C: wrap every bee up, kill after a short grace. Second: kill at the next tick."""
         self._interrupts += 1
+        if self._model_task is not None:
+            self._model_task.cancel()
         if self._interrupts == 1:
             self.stopping = "interrupted"
-            self._say("interrupted: asking every bee for its report (Ctrl-C again to stop at once)")
+            if any(b.proc is not None and b.outcome is None for b in self.bees.values()):
+                self._say("interrupted: asking every bee for its report (Ctrl-C again to stop at once)")
+            else:
+                self._say("interrupted")
             self._kill_at = time.monotonic() + min(self.opts.grace, INTERRUPT_GRACE)
         else:
             self._say("stopping now")
@@ -491,11 +548,15 @@ class Coordinator:
             self.answer_source = "digest"
             body, note = digest(reports), "Interrupted: a partial answer, digested from what the bees reported."
         else:
-            self._say("writing the answer")
+            self._say("writing the answer (Ctrl-C writes a digest of the reports instead)")
             model = None
             try:
                 model = infer_model(self.opts.model, agent="answer")
-                body = await synthesize(model, self.opts.problem, reports, state)
+                body = await self._model_call(synthesize(model, self.opts.problem, reports, state))
+            except CutShort:
+                self.answer_source = "digest"
+                note = "Interrupted while the answer was being written: a digest of the reports."
+                body = digest(reports)
             except Exception as e:  # the answer must be written whatever the model does
                 self.answer_source = "digest"
                 note = f"The model could not write the answer ({_short(e)}); this is a digest of the reports."
@@ -504,10 +565,12 @@ class Coordinator:
                 if model is not None:
                     await model.aclose()
         text = self._scrub.text(compose_answer(self.opts.problem, body, reports, state, note))
-        tmp = self.paths.answer.with_suffix(".md.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, self.paths.answer)
+        write_text_atomic(self.paths.answer, text)
         return text
+
+
+class CutShort(Exception):
+    """The coordinator's own model call was cut short by Ctrl-C."""
 
 
 _HANDED_IN = frozenset({"reported", "cut_short"})

@@ -1,0 +1,172 @@
+"""The ends of a run: the coordinator's own model calls cut short by Ctrl-C, an answer.md that cannot be
+written, and a runs directory on a full disk."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hive.cli import main
+from hive.coordinator import Coordinator
+from hive.coordinator.options import StartOptions, check_runs_dir
+from hive.errors import RunFailed, UsageError
+from hive.runs import RunPaths
+from hive.testing import LocalHTTPServer
+from tests.hive_runs import (
+    hive_command,
+    load_info,
+    ls,
+    make_repo,
+    only_run,
+    publish_rules,
+    report,
+    turn,
+    write_judge,
+    write_script,
+)
+
+SLOW = 60.0
+"""Seconds the local provider takes to answer the coordinator: far longer than any test waits."""
+
+
+def completion(text: str) -> dict[str, Any]:
+    return {"id": "c-1", "object": "chat.completion", "model": "m",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
+
+
+def two_bees(root: Path) -> tuple[Path, Path]:
+    script = write_script(root, {
+        "bee-1": [turn("FOUND: app/export.py:5 drops the final partial batch of the rows.", ls()), report()],
+        "bee-2": [turn("Reading the configuration module before saying anything at all.", ls()), report()],
+    })
+    return script, write_judge(root, publish_rules())
+
+
+def pin_bees_to(repo: Path, model: str) -> None:
+    """Role files in the repository that give the bees their own model, so that ``--model`` serves only the
+    coordinator's calls (planning and the answer)."""
+    roles = repo / ".hive" / "roles"
+    roles.mkdir(parents=True)
+    packaged = Path(__file__).resolve().parent.parent / "roles"
+    for name in ("investigator", "verifier"):
+        text = (packaged / f"{name}.md").read_text()
+        (roles / f"{name}.md").write_text(text.replace(f"name: {name}\n", f"name: {name}\nmodel: {model}\n", 1))
+
+
+@contextlib.contextmanager
+def hive_started(root: Path, server: LocalHTTPServer, *extra: str) -> Iterator[subprocess.Popen[bytes]]:
+    repo = make_repo(root)
+    script, judge = two_bees(root)
+    pin_bees_to(repo, f"script:{script}")
+    args = ["start", "Why does the export drop rows?", "--repo", str(repo), "--model", "openai-compat:m",
+            "--judge", f"script:{judge}", "--runs-dir", str(root / "runs"), "--plain", *extra]
+    env = {**os.environ, "HIVE_BASE_URL": f"{server.url}/v1"}
+    with open(root / "out.txt", "wb") as out, open(root / "err.txt", "wb") as err:
+        proc = subprocess.Popen(hive_command(*args), cwd=root, stdout=out, stderr=err, env=env,
+                                stdin=subprocess.DEVNULL)
+    try:
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def wait_for_output(root: Path, text: str, timeout: float = 60.0) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if text in (root / "out.txt").read_text(errors="replace"):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{text!r} never printed:\n{(root / 'out.txt').read_text(errors='replace')}")
+
+
+@pytest.mark.slow
+def test_ctrl_c_while_the_answer_is_written_writes_a_digest_and_marks_the_run_interrupted(tmp_path: Path) -> None:
+    with LocalHTTPServer() as server:
+        server.reply(completion("The model's answer."), delay=SLOW)
+        with hive_started(tmp_path, server, "--angle", "a", "--angle", "b") as proc:
+            wait_for_output(tmp_path, "writing the answer")
+            proc.send_signal(signal.SIGINT)
+            assert proc.wait(timeout=30) == 130
+    run_dir = only_run(tmp_path / "runs")
+    info = load_info(run_dir)
+    assert (info.status, info.exit_reason) == ("interrupted", "interrupted by the user")
+    assert info.settings["answer_from"] == "digest"
+    answer = (run_dir / "answer.md").read_text()
+    assert "Interrupted while the answer was being written: a digest of the reports." in answer
+    assert "app/export.py:5 drops the final partial batch" in answer
+    assert f"'hive resume {info.id}'" in (tmp_path / "err.txt").read_text()
+
+
+@pytest.mark.slow
+def test_ctrl_c_while_angles_are_planned_stops_at_once_with_generic_angles(tmp_path: Path) -> None:
+    with LocalHTTPServer() as server:
+        server.reply(completion('["one", "two"]'), delay=SLOW)
+        with hive_started(tmp_path, server, "--bees", "2") as proc:
+            wait_for_output(tmp_path, "planning 2 angles")
+            proc.send_signal(signal.SIGINT)
+            assert proc.wait(timeout=30) == 130  # not after the planner's reply
+    info = load_info(only_run(tmp_path / "runs"))
+    assert info.status == "interrupted"
+    assert info.settings["angles_from"] == "fallback"
+    assert [b.outcome for b in info.bees] == ["cut_short", "cut_short"]  # `hive resume` starts them
+    assert "angle planning was interrupted; using generic angles" in (tmp_path / "out.txt").read_text()
+
+
+@pytest.mark.slow
+def test_an_answer_that_cannot_be_written_fails_the_run_in_one_line_and_resume_writes_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script, judge = two_bees(tmp_path)
+    opts = StartOptions(problem="Why does the export drop rows?", repo=make_repo(tmp_path), model=f"script:{script}",
+                        bees=2, angles=("a", "b"), judge=(f"script:{judge}",), runs_dir=tmp_path / "runs", grace=5.0)
+
+    def block_the_answer(paths: RunPaths) -> None:
+        paths.answer.mkdir()  # a directory where answer.md goes: the rename over it fails, as on a full disk
+
+    with pytest.raises(RunFailed, match=r"cannot write .*answer\.md: Is a directory; 'hive resume .*' writes it"):
+        asyncio.run(Coordinator(opts, on_created=block_the_answer).run())
+    run_dir = only_run(tmp_path / "runs")
+    info = load_info(run_dir)
+    assert info.status == "failed" and "answer.md" in (info.exit_reason or "")
+    assert sorted(p.name for p in run_dir.iterdir()) == ["answer.md", "bees", "board.jsonl", "gate.jsonl", "run.json"]
+
+    (run_dir / "answer.md").rmdir()
+    assert main(["resume", str(run_dir), "--quiet"]) == 0
+    assert "The answer: the batching drops the last partial batch." in (run_dir / "answer.md").read_text()
+    assert load_info(run_dir).status == "finished"
+    assert "The answer: the batching drops" in capsys.readouterr().out
+
+
+@pytest.fixture
+def full_disk(tmp_path: Path) -> Iterator[Path]:
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)],
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip() or done.returncode}); needs root")
+    try:
+        with contextlib.suppress(OSError), open(mount / "filler", "wb") as filler:
+            while True:
+                filler.write(b"\0" * 4096)
+                filler.flush()
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], capture_output=True, check=False)
+
+
+def test_a_runs_directory_on_a_full_disk_is_refused_before_anything_is_written(full_disk: Path) -> None:
+    with pytest.raises(UsageError, match=r"is not writable \(No space left on device\)"):
+        check_runs_dir(full_disk / "runs")
+    assert sorted(p.name for p in full_disk.iterdir()) == ["filler"]
