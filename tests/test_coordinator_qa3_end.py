@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -170,3 +171,18 @@ def test_a_runs_directory_on_a_full_disk_is_refused_before_anything_is_written(f
     with pytest.raises(UsageError, match=r"is not writable \(No space left on device\)"):
         check_runs_dir(full_disk / "runs")
     assert sorted(p.name for p in full_disk.iterdir()) == ["filler"]
+
+
+@pytest.mark.slow
+def test_the_printed_answer_cannot_drive_the_terminal(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    script, judge = two_bees(tmp_path)
+    data = json.loads(script.read_text())
+    data["answer"] = "The batching\x1b]0;owned\x07 drops\x1b[2J rows."
+    script.write_text(json.dumps(data))
+    runs = tmp_path / "runs"
+    assert main(["start", "Why?", "--repo", str(make_repo(tmp_path)), "--model", f"script:{script}", "--judge",
+                 f"script:{judge}", "--runs-dir", str(runs), "--angle", "a", "--angle", "b", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out
+    assert "The batching\\x1b]0;owned\\x07 drops\\x1b[2J rows." in out
+    assert data["answer"] in (only_run(runs) / "answer.md").read_text()  # the file keeps what the model wrote

@@ -202,7 +202,9 @@ def run_hive(opts: Any, *, as_json: bool, mode: str, intro: str | None = None, e
     if as_json:
         print_json(summary(result))
     else:
-        print(result.answer)
+        from hive.observe.reading import printable  # models wrote most of it: it must not drive the terminal
+
+        print(printable(result.answer))
     if result.info.status == "interrupted":
         print(f"hive: interrupted; 'hive resume {result.info.id}' goes on with this run", file=sys.stderr)
     elif result.info.status == "failed":
