@@ -6,12 +6,23 @@ import datetime as dt
 import io
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+from observe_runs import gate_decisions, write_run
 from rich.cells import cell_len
 from rich.console import Console
 
-from hive.observe.live import BeeFinished, BeeStarted, LiveState, Said, open_view, panel_lines, render
+from hive.observe.live import (
+    BeeFinished,
+    BeeStarted,
+    LiveState,
+    Said,
+    open_view,
+    panel_lines,
+    recorded_events,
+    render,
+)
 from hive.records import (
     Activity,
     BeeInfo,
@@ -29,6 +40,7 @@ from hive.records import (
     Utterance,
     Verifier,
 )
+from hive.runs import load_run_info
 
 START = "2026-11-30T03:00:00.000Z"
 
@@ -271,6 +283,26 @@ def test_a_terminal_that_cannot_redraw_gets_plain_lines(monkeypatch: pytest.Monk
     assert view.mode == "plain"
     assert buffer.getvalue().splitlines()[0].endswith(" planning 3 angles")
     assert "\x1b" not in buffer.getvalue()
+
+
+def test_a_resumed_run_is_counted_whole_from_its_files(tmp_path: Path) -> None:
+    paths = write_run(tmp_path, status="interrupted")  # three bees and a verifier, all ended; 5 notes
+    out = io.StringIO()
+    with open_view("plain", load_run_info(paths), stream=out, run_dir=paths) as view:
+        view.bee_started(BeeInfo(id="bee-1", angle="again", model="m-small"))
+    assert out.getvalue().count("\n") == 1  # what came before is counted, not printed again
+    text = "\n".join(line for line, _ in panel_lines(view.state, 200, when(50)))
+    judged = sum(d.source != "rule" for d in gate_decisions())
+    assert "4 bees: 1 working, 3 done, 0 failed" in text
+    assert (f"board 5 notes · 3 withheld · 6 deliveries · 1 correction · 2 disputes (1 open) · "
+            f"{judged} judge decisions · 1200 tokens · $0.01") in text
+    assert "bee-3     cut short  investigator" in text and "↳ time limit" in text
+    assert "bee-1     working  investigator" in text  # started again: its earlier outcome is history
+    assert "verify-1 → bee-3  finding 0.99" in text
+    # the files being written as the view opens: a torn last line and a corrupt one are left out quietly
+    with paths.board.open("ab") as f:
+        f.write(b'{"type": "note", "id": "n-9"\n{"type": "no')
+    assert len(LiveState.from_info(load_run_info(paths), recorded_events(paths)).board.notes) == 5
 
 
 def test_quiet_mode_prints_nothing_but_still_folds() -> None:

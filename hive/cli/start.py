@@ -189,7 +189,8 @@ def run_hive(opts: Any, *, as_json: bool, mode: str, intro: str | None = None, e
         if intro:
             print(intro, file=out)
         print(f"hive: run directory {paths.dir}", file=out, flush=True)
-        view = open_view("quiet" if as_json else mode, load_run_info(paths))  # type: ignore[arg-type]
+        # run_dir: a resumed run's view counts what its board already holds, not only what comes next.
+        view = open_view("quiet" if as_json else mode, load_run_info(paths), run_dir=paths)  # type: ignore[arg-type]
         views.append(view)
         coordinator.view = view
 

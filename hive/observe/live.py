@@ -23,10 +23,14 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Literal, TextIO
 
+import orjson
+from pydantic import TypeAdapter, ValidationError
+
 from hive.board import BoardState
 from hive.observe.reading import clock, printable
 from hive.observe.stdout import discard_stdout
 from hive.records import (
+    BOARD_ADAPTER,
     Activity,
     BeeInfo,
     Delivery,
@@ -45,6 +49,7 @@ from hive.records import (
     now_iso,
     parse_iso,
 )
+from hive.runs import RunPaths
 from hive.wording import plural
 
 if TYPE_CHECKING:
@@ -143,10 +148,24 @@ class LiveState:
     message: str = ""
 
     @classmethod
-    def from_info(cls, info: RunInfo) -> LiveState:
+    def from_info(cls, info: RunInfo, earlier: Iterable[LiveEvent] = ()) -> LiveState:
+        """The state of a run as ``run.json`` tells it (a resumed run's bees may have ended, and spent tokens,
+        before this view opened), with what its files already held (``earlier``) folded in."""
+        from hive.observe.audit import usage_from_bee_info
+
         state = cls(run=info.id, problem=info.problem, started_at=_parse(info.started_at))
         for bee in info.bees:
-            state.bees[bee.id] = BeeRow(bee.id, bee.role, bee.model or info.model)
+            row = state.bees[bee.id] = BeeRow(bee.id, bee.role, bee.model or info.model)
+            if bee.outcome is not None:
+                state._finish(bee.id, bee.outcome, bee.reason)
+            used = usage_from_bee_info(bee)
+            if used is not None:
+                row.tokens, row.cost_usd = used.tokens, used.cost_usd
+                state.tokens += used.tokens
+                if used.cost_usd is not None:
+                    state.cost_usd = (state.cost_usd or 0.0) + used.cost_usd
+        for event in earlier:
+            state.apply(event)
         return state
 
     def apply(self, event: LiveEvent, received: dt.datetime | None = None) -> None:
@@ -157,6 +176,7 @@ class LiveState:
                 row = self._bee(event.bee.id)
                 row.role, row.model = event.bee.role, event.bee.model or row.model
                 row.state, row.last_seen = "working", when
+                row.outcome = row.reason = None  # a resumed run starts a bee again: how it ended is history
             case BeeFinished():
                 self._finish(event.bee, event.outcome, event.reason)
             case Said():
@@ -219,6 +239,27 @@ class LiveState:
             "done": states.count("done"),
             "failed": states.count("failed"),
         }
+
+
+def recorded_events(paths: RunPaths) -> list[LiveEvent]:
+    """What a run's gate log and board already hold: the part of a resumed run that came before this view.
+    A line that cannot be read is left out without a word (the coordinator, reading the same files to resume
+    the run, warns about it)."""
+    events: list[LiveEvent] = []
+    for path, adapter in ((paths.gate, _GATE_ADAPTER), (paths.board, BOARD_ADAPTER)):
+        try:
+            lines = path.read_bytes().split(b"\n")[:-1]  # the last piece is empty, or a torn line
+        except OSError:
+            continue
+        for line in lines:
+            try:
+                events.append(adapter.validate_python(orjson.loads(line)))
+            except (orjson.JSONDecodeError, ValidationError, ValueError, TypeError):
+                continue
+    return events
+
+
+_GATE_ADAPTER: TypeAdapter[GateDecision] = TypeAdapter(GateDecision)
 
 
 def _parse(at: str) -> dt.datetime:
@@ -432,9 +473,10 @@ class LiveView:
         *,
         console: Console | None = None,
         stream: TextIO | None = None,
+        run_dir: RunPaths | None = None,
     ) -> None:
         self.mode = mode
-        self.state = LiveState.from_info(info)
+        self.state = LiveState.from_info(info, recorded_events(run_dir) if run_dir is not None else ())
         self._lock = threading.Lock()  # the rich refresh thread draws while the loop folds
         self._stream: IO[str] | None = stream
         self._announced: set[str] = set()
@@ -525,9 +567,11 @@ def open_view(
     *,
     console: Console | None = None,
     stream: TextIO | None = None,
+    run_dir: RunPaths | None = None,
 ) -> LiveView:
     """Open the live view for a run. ``console`` (rich mode) and ``stream`` (plain mode, default stdout) let
-    tests draw to a fixed-width console or a buffer."""
+    tests draw to a fixed-width console or a buffer. ``run_dir``: what the run's board and gate log already
+    hold is counted first, so that a resumed run's header tells the whole run, not only what came since."""
     if mode not in ("rich", "plain", "quiet"):
         raise ValueError(f"unknown view mode {mode!r}")
-    return LiveView(mode, info, console=console, stream=stream)
+    return LiveView(mode, info, console=console, stream=stream, run_dir=run_dir)
