@@ -446,6 +446,18 @@ def test_export_labels_writes_a_template_that_reads_back(
     assert (report["labelled"], report["unlabelled"], report["unknown"]) == (0, judged, [])
 
 
+def test_labels_saved_by_a_windows_editor_read_whole(
+    runs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_run(runs)
+    labels = tmp_path / "labels.jsonl"
+    rows = ['{"decision": "g-07", "label": true}', '{"decision": "g-01", "label": true}']
+    labels.write_bytes("\r\n".join(rows).encode("utf-8-sig") + b"\r\n")  # a byte order mark, CRLF lines
+    report, err = audit_json(capsys, RUN_ID, "--labels", str(labels))
+    assert report["labels"]["labelled"] == 2
+    assert err == ""
+
+
 def test_export_labels_respects_near(runs: Path, tmp_path: Path) -> None:
     write_run(runs)
     template = tmp_path / "to-label.jsonl"

@@ -14,6 +14,7 @@ re-derives bars like the 0.9 for a cross-bee ``supersedes`` from its own runs.
 
 from __future__ import annotations
 
+import codecs
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -242,6 +243,7 @@ def load_labels(path: Path) -> tuple[list[LabelLine], list[str]]:
         raise UsageError(f"cannot read labels file {str(path)!r}: {e.strerror}") from e
     labels: list[LabelLine] = []
     warnings: list[str] = []
+    raw = raw.removeprefix(codecs.BOM_UTF8)  # editors on Windows start a UTF-8 file with one
     for number, line in enumerate(raw.splitlines(), start=1):
         if not line.strip():
             continue
