@@ -268,13 +268,14 @@ def test_eval_asks_each_item_under_its_own_problem(tmp_path: Path, capsys: pytes
 
 
 def test_eval_reads_the_variations_a_labelled_file_may_have(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A byte order mark, CRLF ends, blank lines, extra fields, null optional fields, numeric ids, string booleans
-    and the gates' own names for the escape (`other`, `none`) are all read as the plain file would be."""
+    """A byte order mark, CRLF ends, blank lines, extra fields, null optional fields, numeric ids, string booleans,
+    the gates' own names for the escape (`other`, `none`) and raw Unicode line separators inside a string (valid
+    JSON, written by ensure_ascii=False) are all read as the plain file would be."""
     plain = run_json(capsys, "judge", "eval", str(DATA / "publish.jsonl"), "--gate", "publish", "--judge", RULES)
     items = [json.loads(line) for line in (DATA / "publish.jsonl").read_text().splitlines()]
     for number, item in enumerate(items):
         item |= {"id": number, "bee": None, "problem": None, "focus": None, "news": str(item["news"]).lower(),
-                 "labeller": {"who": "ann"}}
+                 "labeller": {"who": "ann"}, "note": "pasted from a page:\u2028a line separator, a \x85 NEL"}
         if item["kind"] == "routine":
             item["kind"] = "other"
     varied = tmp_path / "publish.jsonl"

@@ -118,7 +118,9 @@ def load_items(path: Path, gate: str) -> list[_Item]:
     if model is None:
         raise UsageError(f"unknown gate {gate!r}; choose publish, relate or deliver")
     try:
-        lines = path.read_text(encoding="utf-8-sig").splitlines()  # a byte order mark is no part of line 1
+        # A byte order mark is no part of line 1. Lines end at "\n" only (a CRLF's "\r" is JSON whitespace):
+        # str.splitlines() would also break at a U+2028 or U+0085 that JSON allows raw inside a string.
+        lines = path.read_text(encoding="utf-8-sig").split("\n")
     except OSError as e:
         raise UsageError(f"cannot read {str(path)!r}: {e.strerror}") from e
     except UnicodeDecodeError as e:
