@@ -59,6 +59,15 @@ def test_ask_publish_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert set(result["answers"]["kind"]["probs"]) == {"finding", "dead_end", "decision", "blocker", "other"}
 
 
+def test_decided_by_names_the_tiers_in_cascade_order(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cheap, strong = tmp_path / "z-cheap.json", tmp_path / "a-strong.json"
+    cheap.write_text(json.dumps([{"gate": "publish", "answers": {"news": 0.95, "kind": {"finding": 0.5}}}]))
+    strong.write_text(json.dumps([{"gate": "publish", "answers": {"kind": {"finding": 0.9}}}]))
+    result = run_json(capsys, "judge", "ask", "publish", "--note", "writer.py drops the last batch",
+                      "--judge", f"script:{cheap},script:{strong}")
+    assert result["decided_by"] == f"script:{cheap}+script:{strong}"
+
+
 def test_ask_publish_of_a_text_without_words_is_a_duplicate_rule_decision(capsys: pytest.CaptureFixture[str]) -> None:
     result = run_json(capsys, "judge", "ask", "publish", "--note", "a b", "--judge", RULES)
     assert (result["outcome"], result["decided_by"], result["answers"]) == ("duplicate", "rule", {})

@@ -138,7 +138,8 @@ def _decided_by(row: GateDecision | None) -> str:
         return "rule"
     if row.source in ("fallback", "shadow"):
         return "fallback"
-    tiers = sorted({answer.tier for answer in row.answers.values() if answer.tier})
+    answering = {answer.tier for answer in row.answers.values()}
+    tiers = [call.tier for call in row.tiers if call.tier in answering]  # in cascade order, cheapest first
     return "+".join(tiers) or "judge"
 
 
