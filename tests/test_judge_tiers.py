@@ -209,6 +209,13 @@ def test_a_bad_script_file_is_a_one_line_usage_error(tmp_path: Path, content: st
         ScriptTier.from_file(tmp_path / "missing.json")
 
 
+async def test_a_script_file_saved_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "rules.json"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps([{"gate": "publish", "answers": {"news": 0.9}}]).encode())
+    verdict = await Judge([ScriptTier.from_file(path)]).ask("publish", [NEWS], STATE)
+    assert verdict.answers["news"].zone == "yes"
+
+
 def test_build_tiers_makes_the_cascade(tmp_path: Path) -> None:
     path = write_rules(tmp_path, [])
     tiers = build_tiers(parse_tiers(f"script:{path},http:http://127.0.0.1:9/x"))

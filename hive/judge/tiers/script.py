@@ -87,7 +87,7 @@ class ScriptTier:
         ``contract`` (gate → its state fields and questions), every rule is checked against its gate's."""
         where = Path(path)
         try:
-            data = json.loads(where.read_text(encoding="utf-8"))
+            data = json.loads(where.read_text(encoding="utf-8-sig"))  # an editor's byte order mark is no JSON
         except OSError as e:
             raise UsageError(f"judge script {str(where)!r}: cannot read it ({e.strerror})") from e
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
