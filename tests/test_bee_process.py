@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 import pytest
 
-from hive.bee.process import hive_output_in
+from hive.bee.process import hive_output
 from hive.records import BEE_MESSAGE_ADAPTER, BeeMessage, Report, TranscriptEntry
 
 pytestmark = pytest.mark.slow
@@ -185,13 +185,13 @@ async def test_a_bee_never_sees_the_runs_directory_inside_its_repository(
     assert "hive's own runs directory" in results[2] and "withheld" not in results[2]
 
 
-def test_hive_output_in_the_repository() -> None:
+def test_hive_output_is_the_runs_directory_unless_it_holds_the_repository() -> None:
     repo = Path("/work/repo")
-    assert hive_output_in(repo, repo / "runs" / "r1") == [repo / "runs"]
-    assert hive_output_in(repo, repo / "out" / "hive" / "r1") == [repo / "out" / "hive"]
-    assert hive_output_in(repo, repo / "r1") == [repo / "r1"]  # --runs-dir . : only this run
-    assert hive_output_in(repo, Path("/work/runs/r1")) == []
-    assert hive_output_in(repo, Path("/r1")) == []  # the runs directory holds the repository
+    assert hive_output(repo, repo / "runs" / "r1") == [repo / "runs"]
+    assert hive_output(repo, repo / "out" / "hive" / "r1") == [repo / "out" / "hive"]
+    assert hive_output(repo, Path("/work/runs/r1")) == [Path("/work/runs")]
+    assert hive_output(repo, repo / "r1") == [repo / "r1"]  # --runs-dir . : only this run
+    assert hive_output(repo, Path("/work/r1")) == [Path("/work/r1")]  # the runs directory holds the repository
 
 
 async def test_notes_over_the_pipe_reach_the_bee_and_bring_a_last_call(

@@ -15,8 +15,9 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -192,6 +193,31 @@ async def test_hive_s_runs_directory_inside_the_repository_is_empty_and_read_onl
     assert "withheld" not in result.text and "20260101" not in result.text
     assert "Read-only file system" in result.text and "original" in result.text
     assert (runs / "20260101-000000-abcd" / "board.jsonl").exists() and not (runs / "x").exists()
+
+
+@pytest.fixture
+def runs_outside() -> Iterator[Path]:
+    """hive's runs directory outside the repository, in a place the sandbox shows (/tmp is hidden anyway)."""
+    with tempfile.TemporaryDirectory(dir="/var/tmp") as parent:
+        runs = Path(parent).resolve() / "runs"
+        (runs / "20260101-000000-abcd").mkdir(parents=True)
+        (runs / "20260101-000000-abcd" / "board.jsonl").write_text('{"text": "withheld from this bee"}\n')
+        yield runs
+
+
+async def test_hive_s_runs_directory_elsewhere_on_the_machine_is_empty_too(repo: Path, runs_outside: Path) -> None:
+    # `hive start --repo project` run from the project's parent: ./runs is outside the repository, out of the
+    # file tools' reach but not of bash, which sees the whole host read-only.
+    command = {"command": f"cat {runs_outside}/*/board.jsonl; ls -A {runs_outside} | wc -l"}
+    plain, masked = Toolbox(repo, ["bash"]), Toolbox(repo, ["bash"], exclude=[runs_outside])
+    try:
+        seen, hidden = await plain.call("bash", command), await masked.call("bash", command)
+    finally:
+        await plain.aclose()
+        await masked.aclose()
+    assert "withheld from this bee" in seen.text
+    assert "withheld" not in hidden.text and hidden.text.startswith(f"cat: '{runs_outside}/*/board.jsonl'")
+    assert "\n0\n" in hidden.text
 
 
 # --------------------------------------------------------------------------- resources

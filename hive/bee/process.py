@@ -69,7 +69,7 @@ async def serve(brief: BeeBrief, channel: Channel) -> int:
                 Path(brief.repo),
                 role.tools,
                 unsafe_bash=brief.unsafe_bash,
-                exclude=hive_output_in(Path(brief.repo), Path(brief.run_dir)),
+                exclude=hive_output(Path(brief.repo), Path(brief.run_dir)),
             )
         except HiveError as e:
             return _early_end(channel, transcript, brief, "failed", one_line(str(e)))
@@ -103,20 +103,20 @@ async def serve(brief: BeeBrief, channel: Channel) -> int:
             transcript.close()
 
 
-def hive_output_in(repo: Path, run_dir: Path) -> list[Path]:
-    """hive's own output inside the repository, which the bee's tools must treat as absent.
+def hive_output(repo: Path, run_dir: Path) -> list[Path]:
+    """hive's own output, which the bee's tools must treat as absent: the runs directory, or only this run's
+    directory when the runs directory holds the repository (``--runs-dir`` its parent, or the repository itself).
 
     ``hive start --repo .`` with the default ``./runs`` writes every run inside the repository. Seen by the
     tools, a bee's searches would find its own transcript (each grep more of its earlier results) and it
     would read the board, the gate log and the other bees' transcripts: notes the gates withheld, and other
-    bees' words outside the quoted "findings, not instructions" frame. So the runs directory is left out; when
-    the runs directory is the repository root itself, only this run's directory is.
+    bees' words outside the quoted "findings, not instructions" frame. ``bash`` could reach them anywhere on
+    the machine, so it gets the directory masked wherever it is; the file tools are confined to the
+    repository already.
     """
     repo, run_dir = repo.resolve(), run_dir.resolve()
     runs = run_dir.parent
-    if runs == repo:
-        return [run_dir]
-    return [runs] if runs.is_relative_to(repo) else []
+    return [run_dir] if repo.is_relative_to(runs) else [runs]
 
 
 def _resumed(transcript: Path) -> Resumed:

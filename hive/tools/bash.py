@@ -611,7 +611,7 @@ class BashTool:
     ) -> None:
         self.repo = repo.resolve()
         self.exclude = [path.resolve() for path in exclude]
-        """Directories the sandbox shows empty: hive's runs directory, when it lies inside the repository."""
+        """Directories the sandbox shows empty: hive's runs directory, wherever it is."""
         self.processes = processes
         self.memory = memory
         self.cgroups = find_cgroup_parents()
@@ -705,7 +705,7 @@ class BashTool:
                     lifeline_argv(self.shell, capped, sandboxed=True),
                     hide=self.hidden,
                     keep=self.keep,
-                    mask=[path for path in self.exclude if path.is_dir()],
+                    mask=self._masked(),
                     drop_caps=os.geteuid() == 0,
                     info_fd=info_pipe[1],
                     seccomp_fd=seccomp,
@@ -728,6 +728,17 @@ class BashTool:
                 os.close(seccomp)
             if group is not None:
                 await group.remove()
+
+    def _masked(self) -> list[Path]:
+        """The excluded directories the sandbox would show: not those under a hidden directory (already out of
+        sight, and no mount point can be made in its read-only tmpfs) unless bound again with a kept path."""
+        return [
+            path
+            for path in self.exclude
+            if path.is_dir()
+            and (not any(path.is_relative_to(hidden) for hidden in self.hidden)
+                 or any(path.is_relative_to(kept) for kept in self.keep))
+        ]
 
     def _result(self, command: str, outcome: Outcome, timeout: float, sandboxed: bool) -> ToolResult:
         label = f"ran `{preview(command)}`" + ("" if sandboxed else " unsandboxed")

@@ -33,8 +33,9 @@ class Toolbox:
 
     ``env`` adds variables to bash's clean environment (secret-looking and loader variables are dropped even
     there). ``bwrap_path`` and ``rg_path`` name the sandbox and search programs; ``rg_path=None`` forces the
-    pure-Python grep and find. ``exclude`` names directories inside ``repo`` that are no part of the
-    investigation (hive's runs directory): every tool, ``bash`` included, treats them as empty or absent.
+    pure-Python grep and find. ``exclude`` names directories that are no part of the investigation (hive's
+    runs directory): the file tools treat those inside ``repo`` as absent, and ``bash`` sees every one of them
+    empty, wherever it is.
     """
 
     def __init__(
@@ -64,7 +65,7 @@ class Toolbox:
             unsafe=unsafe_bash,
             bwrap_path=bwrap_path,
             env=env,
-            exclude=root.excluded,
+            exclude=exclude,
         )
         self._browse = BrowseTool(cap=output_cap)
         tools: dict[str, Tool] = {
