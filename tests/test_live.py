@@ -76,12 +76,14 @@ def events() -> list[object]:
         Usage(bee="bee-1", input_tokens=9000, output_tokens=3000, cost_usd=0.02, at=at(5)),
         Usage(bee="bee-2", input_tokens=500, output_tokens=100, at=at(5)),
         Utterance(bee="bee-1", seq=1, text=long_text, at=at(6)),
-        GateDecision(id="g-1", gate="publish", outcome="publish", source="judge", at=at(6)),
+        GateDecision(id="g-1", gate="publish", outcome="publish", source="judge", latency_ms=4, at=at(6)),
         Note(id="n-1", bee="bee-1", kind="finding", text=long_text, score=0.92, at=at(6)),
-        GateDecision(id="g-2", gate="deliver", outcome="deliver", source="judge", at=at(7)),
+        GateDecision(id="g-2", gate="deliver", outcome="deliver", source="judge", latency_ms=3, at=at(7)),
+        # a gate switched off: its fallback decides without asking the judge
+        GateDecision(id="g-6", gate="deliver", outcome="skip", source="fallback", reason="off", at=at(7)),
         Utterance(bee="bee-2", seq=1, text="Let me look at\nthe writer next.", at=at(7)),
-        GateDecision(id="g-4", gate="publish", outcome="withhold", source="judge", bee="bee-2", utterance="bee-2#1",
-                     text="Let me look at\nthe writer next.", at=at(7)),
+        GateDecision(id="g-4", gate="publish", outcome="withhold", source="judge", latency_ms=5, bee="bee-2",
+                     utterance="bee-2#1", text="Let me look at\nthe writer next.", at=at(7)),
         GateDecision(id="g-5", gate="publish", outcome="duplicate", source="rule", reason="duplicate of n-1",
                      bee="bee-2", utterance="bee-2#2", text=long_text, at=at(8)),
         Delivery(note="n-1", to="bee-2", how="judge", at=at(7)),
@@ -115,7 +117,7 @@ def folded() -> LiveState:
 def test_the_fold_counts_what_the_header_shows() -> None:
     state = folded()
     assert (len(state.board.notes), state.deliveries, state.corrections) == (3, 3, 1)
-    assert (state.decisions, state.judge_decisions, state.withheld) == (5, 3, 2)
+    assert (state.decisions, state.judge_decisions, state.withheld) == (6, 3, 2)  # g-6 asked no judge
     assert (state.tokens, state.cost_usd) == (12600, 0.02)
     assert state.counts() == {"working": 2, "done": 1, "failed": 1}
     one = state.bees["bee-1"]
@@ -145,7 +147,7 @@ def test_panel_shows_bees_activity_silence_and_notes() -> None:
 
 def test_a_contested_note_is_marked() -> None:
     state = LiveState.from_info(info())
-    for event in events()[:21]:  # up to the dispute, before the verifier settles it
+    for event in events()[:22]:  # up to the dispute, before the verifier settles it
         state.apply(event)  # type: ignore[arg-type]
     text = "\n".join(line for line, _ in panel_lines(state, 200, when(10)))
     assert "(in dispute)" in text

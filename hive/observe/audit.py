@@ -24,6 +24,7 @@ from hive.errors import StoreError, UsageError
 from hive.observe.labels import Label, LabelReport, checked_labels, label_report, load_labels
 from hive.observe.reading import (
     NEUTRAL_TIERS,
+    asked_the_judge,
     concerns_bee,
     deciding_reading,
     decision_bee,
@@ -264,7 +265,7 @@ def gate_figures(decisions: Sequence[GateDecision]) -> GateFigures:
     """decisions, yes / no / unsure, sources, fallback reasons, latency, tokens and tiers of one gate."""
     verdicts = Counter(verdict_of(d) for d in decisions)
     fallback_reasons = Counter(d.reason or "unsure" for d in decisions if d.source == "fallback")
-    asked = [d for d in decisions if d.source != "rule" and (d.tiers or d.latency_ms > 0)]
+    asked = [d for d in decisions if asked_the_judge(d)]
     tiers: Counter[str] = Counter()
     tier_errors: Counter[str] = Counter()
     for d in decisions:

@@ -27,7 +27,7 @@ import orjson
 from pydantic import TypeAdapter, ValidationError
 
 from hive.board import BoardState
-from hive.observe.reading import clock, printable
+from hive.observe.reading import asked_the_judge, clock, printable
 from hive.observe.stdout import discard_stdout
 from hive.records import (
     BOARD_ADAPTER,
@@ -201,7 +201,7 @@ class LiveState:
                 self._finish(event.bee, event.outcome, event.reason)
             case GateDecision():
                 self.decisions += 1
-                self.judge_decisions += event.source != "rule"
+                self.judge_decisions += asked_the_judge(event)
                 self.withheld += is_withheld(event)
             case Note():
                 self.board.apply(event)

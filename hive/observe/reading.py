@@ -39,6 +39,12 @@ def verdict_of(decision: GateDecision) -> Verdict:
     return "no" if decision.outcome in NEGATIVE_OUTCOMES else "yes"
 
 
+def asked_the_judge(decision: GateDecision) -> bool:
+    """Whether the gate put its question to the judge: not a rule, nor a gate switched off (its fallback
+    decides without asking, and logs no tier)."""
+    return decision.source != "rule" and (bool(decision.tiers) or decision.latency_ms > 0)
+
+
 @dataclass(frozen=True)
 class Reading:
     """One answer's probability against the bar it had to clear."""
