@@ -3,6 +3,7 @@ another process is writing (appearing late, torn lines, the run ending, the coor
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import queue
@@ -29,6 +30,7 @@ from hive.observe.tail import (
     end_line,
     merge_in_time,
     tail_target,
+    wait_for_first_run,
 )
 from hive.records import BOARD_ADAPTER, BeeInfo, Delivery, GateDecision, Note, RunInfo
 from hive.store import write_json_atomic
@@ -195,6 +197,24 @@ def test_a_reader_that_goes_away_ends_tail_quietly_and_successfully(
     monkeypatch.setattr(sys, "stdout", GoneReader())
     assert main(["tail", RUN_ID, "--no-follow", *args]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_tail_started_before_any_run_waits_for_the_first(tmp_path: Path) -> None:
+    runs_dir = tmp_path / "runs"  # not even the directory yet: `hive tail` in one terminal, then `hive start`
+
+    async def scenario() -> str:
+        waiting = asyncio.create_task(wait_for_first_run(runs_dir))
+        await asyncio.sleep(0)
+        assert not waiting.done()
+        await asyncio.to_thread(write_run, runs_dir)
+        return (await asyncio.wait_for(waiting, TIMEOUT)).id
+
+    assert asyncio.run(scenario()) == RUN_ID
+
+
+def test_no_follow_before_any_run_is_bad_input(runs: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["tail", "--no-follow"]) == 2
+    assert capsys.readouterr().err == f"hive: error: no runs in {str(runs)!r}\n"
 
 
 def test_a_directory_that_is_not_a_run_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -19,7 +19,7 @@ from hive.cli.app import app
 from hive.cli.output import JsonOption, RunsDirOption, print_json
 from hive.errors import UsageError
 from hive.kinds import NOTE_KINDS
-from hive.runs import resolve_run, runs_dir_from
+from hive.runs import list_run_dirs, resolve_run, runs_dir_from
 
 RunArgument = typer.Argument("latest", help="Run id, unique prefix, path, or 'latest'.")
 
@@ -51,15 +51,25 @@ def tail_command(
     as_json: bool = typer.Option(False, "--json", help="Print the raw records, one JSON object per line."),
 ) -> None:
     """Print a run's board as it grows: notes, deliveries, relations, corrections, disputes."""
-    from hive.observe.tail import TailFilter, TailPrinter, tail_run, tail_target
+    from hive.observe.tail import TailFilter, TailPrinter, tail_run, tail_target, wait_for_first_run
 
     unknown = sorted(set(kinds) - set(NOTE_KINDS))
     if unknown:
         raise UsageError(f"unknown note kind {unknown[0]!r}; choose from {', '.join(NOTE_KINDS)}")
-    paths = tail_target(runs_dir_from(runs_dir), run)
+    where = runs_dir_from(runs_dir)
     printer = TailPrinter(TailFilter(frozenset(bees), frozenset(kinds)), as_json=as_json)
+
+    async def tail() -> None:
+        if run == "latest" and follow is not False and not list_run_dirs(where):
+            # Started in another terminal before `hive start`: follow the run it is about to make.
+            print(f"hive: no run in {str(where)!r} yet; waiting for one to start (Ctrl-C to stop)", file=sys.stderr)
+            paths = await wait_for_first_run(where)
+        else:
+            paths = tail_target(where, run)
+        await tail_run(paths, printer, sys.stdout, follow=follow, gates=gates)
+
     with _until_the_reader_goes():
-        asyncio.run(tail_run(paths, printer, sys.stdout, follow=follow, gates=gates))
+        asyncio.run(tail())
 
 
 @app.command("audit")

@@ -40,7 +40,7 @@ from hive.records import (
     RunInfo,
     Verifier,
 )
-from hive.runs import RunPaths, effective_status, holds_run_json, load_run_info, resolve_run
+from hive.runs import RunPaths, effective_status, holds_run_json, list_run_dirs, load_run_info, resolve_run
 from hive.store import JsonlReader
 
 log = logging.getLogger("hive.observe")
@@ -54,6 +54,8 @@ WATCH_STEP_MS = 10
 """How often the watcher checks whether a burst has ended: the floor of the display latency."""
 LIVENESS_CHECK_MS = 500
 """Wake-up interval without file events, to notice a coordinator that died without updating run.json."""
+FIRST_RUN_POLL_S = 0.1
+"""How often ``hive tail`` looks for the first run when it was started before any."""
 _WATCHED = frozenset({"board.jsonl", "gate.jsonl", "run.json"})
 _VERIFIER_ID = re.compile(r"verify-\d+")
 
@@ -239,6 +241,15 @@ def tail_target(runs_dir: Path, ref: str | None) -> RunPaths:
                 return RunPaths(candidate)
             raise RunNotFound(f"{ref} is not a run directory (no run.json)")
     return resolve_run(runs_dir, ref)
+
+
+async def wait_for_first_run(runs_dir: Path) -> RunPaths:
+    """``hive tail`` started before ``hive start`` made any run: the first run to appear (its ``run.json``
+    written). What its board holds by then is printed first, as for any run, so nothing is missed."""
+    while True:  # polled: the runs directory itself may not exist yet, so there is nothing to watch
+        if await asyncio.to_thread(list_run_dirs, runs_dir):
+            return resolve_run(runs_dir, "latest")
+        await asyncio.sleep(FIRST_RUN_POLL_S)
 
 
 class RunWatch:
