@@ -169,6 +169,7 @@ async def test_a_bee_never_sees_the_runs_directory_inside_its_repository(
     earlier = repo / "runs" / "20260101-000000-abcd" / "board.jsonl"
     earlier.parent.mkdir(parents=True)
     earlier.write_text('{"text": "FOUND: return 41 is a note withheld from this bee"}\n')
+    (earlier.parent / "run.json").write_text("{}")
     search = {"name": "grep", "args": {"pattern": "return 41"}}
     turns = [
         {"say": "FOUND: app.py:2 has return 41 where 42 is expected.", "tools": [search]},
@@ -185,13 +186,27 @@ async def test_a_bee_never_sees_the_runs_directory_inside_its_repository(
     assert "hive's own runs directory" in results[2] and "withheld" not in results[2]
 
 
-def test_hive_output_is_the_runs_directory_unless_it_holds_the_repository() -> None:
-    repo = Path("/work/repo")
-    assert hive_output(repo, repo / "runs" / "r1") == [repo / "runs"]
-    assert hive_output(repo, repo / "out" / "hive" / "r1") == [repo / "out" / "hive"]
-    assert hive_output(repo, Path("/work/runs/r1")) == [Path("/work/runs")]
-    assert hive_output(repo, repo / "r1") == [repo / "r1"]  # --runs-dir . : only this run
-    assert hive_output(repo, Path("/work/r1")) == [Path("/work/r1")]  # the runs directory holds the repository
+def test_hive_output_is_the_runs_directory_or_the_runs_in_it(tmp_path: Path) -> None:
+    def run(directory: Path) -> Path:
+        directory.mkdir(parents=True)
+        (directory / "run.json").write_text("{}")
+        return directory
+
+    repo = tmp_path / "repo"
+    (repo / "app").mkdir(parents=True)
+    first, second = run(repo / "runs" / "r1"), run(repo / "runs" / "r2")
+    assert hive_output(repo, second) == [repo / "runs"]
+    outside = run(tmp_path / "runs" / "r1")
+    assert hive_output(repo, outside) == [tmp_path / "runs"]
+    # A project's own runs/ keeps its own files visible: only hive's runs in it are left out.
+    (repo / "runs" / "exp-3").mkdir()
+    (repo / "runs" / "notes.md").write_text("learning rate 0.1\n")
+    assert hive_output(repo, second) == [first, second]
+    # --runs-dir . : the runs directory is the repository, so only the runs.
+    third = run(repo / "r3")
+    assert hive_output(repo, third) == [third]
+    # A runs directory holding the repository (--runs-dir ..): the runs beside it, never the repository.
+    assert hive_output(repo, tmp_path / "r9") == [tmp_path / "r9"]
 
 
 async def test_notes_over_the_pipe_reach_the_bee_and_bring_a_last_call(

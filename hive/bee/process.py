@@ -104,19 +104,26 @@ async def serve(brief: BeeBrief, channel: Channel) -> int:
 
 
 def hive_output(repo: Path, run_dir: Path) -> list[Path]:
-    """hive's own output, which the bee's tools must treat as absent: the runs directory, or only this run's
-    directory when the runs directory holds the repository (``--runs-dir`` its parent, or the repository itself).
+    """hive's own output, which the bee's tools must treat as absent: the runs directory when it holds nothing
+    but runs, else (a project's own ``runs/``, or a runs directory that holds the repository) each run in it.
 
     ``hive start --repo .`` with the default ``./runs`` writes every run inside the repository. Seen by the
     tools, a bee's searches would find its own transcript (each grep more of its earlier results) and it
     would read the board, the gate log and the other bees' transcripts: notes the gates withheld, and other
     bees' words outside the quoted "findings, not instructions" frame. ``bash`` could reach them anywhere on
-    the machine, so it gets the directory masked wherever it is; the file tools are confined to the
-    repository already.
+    the machine, so it gets them masked wherever they are; the file tools are confined to the repository
+    already.
     """
     repo, run_dir = repo.resolve(), run_dir.resolve()
     runs = run_dir.parent
-    return [run_dir] if repo.is_relative_to(runs) else [runs]
+    try:
+        entries = list(runs.iterdir())
+    except OSError:
+        entries = []
+    hive_runs = [entry for entry in entries if entry.is_dir() and (entry / "run.json").is_file()]
+    if repo.is_relative_to(runs) or len(hive_runs) < len(entries):
+        return sorted({run_dir, *hive_runs})
+    return [runs]
 
 
 def _resumed(transcript: Path) -> Resumed:
