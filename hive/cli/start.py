@@ -178,6 +178,7 @@ def run_hive(opts: Any, *, as_json: bool, mode: str, intro: str | None = None, e
     from hive.coordinator import Coordinator
     from hive.judge.tiers import build_tiers
     from hive.observe.live import open_view
+    from hive.observe.stdout import discard_stdout
     from hive.runs import load_run_info
 
     tiers = build_tiers(list(opts.judge))
@@ -186,9 +187,12 @@ def run_hive(opts: Any, *, as_json: bool, mode: str, intro: str | None = None, e
 
     def created(paths: Any) -> None:
         out = sys.stderr if as_json or mode == "quiet" else sys.stdout
-        if intro:
-            print(intro, file=out)
-        print(f"hive: run directory {paths.dir}", file=out, flush=True)
+        try:
+            if intro:
+                print(intro, file=out)
+            print(f"hive: run directory {paths.dir}", file=out, flush=True)
+        except BrokenPipeError:  # nobody reads (`| true`): the run goes on unseen, as with the live view
+            discard_stdout()
         # run_dir: a resumed run's view counts what its board already holds, not only what comes next.
         view = open_view("quiet" if as_json else mode, load_run_info(paths), run_dir=paths)  # type: ignore[arg-type]
         views.append(view)
@@ -200,12 +204,15 @@ def run_hive(opts: Any, *, as_json: bool, mode: str, intro: str | None = None, e
     finally:
         for view in views:
             view.close()
-    if as_json:
-        print_json(summary(result))
-    else:
-        from hive.observe.reading import printable  # models wrote most of it: it must not drive the terminal
+    try:
+        if as_json:
+            print_json(summary(result))
+        else:
+            from hive.observe.reading import printable  # models wrote most of it: it must not drive the terminal
 
-        print(printable(result.answer))
+            print(printable(result.answer), flush=True)
+    except BrokenPipeError:  # the reader went away: the run has ended as it would have, answer.md holds it
+        discard_stdout()
     if result.info.status == "interrupted":
         print(f"hive: interrupted; 'hive resume {result.info.id}' goes on with this run", file=sys.stderr)
     elif result.info.status == "failed":
