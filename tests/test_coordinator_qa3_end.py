@@ -11,14 +11,17 @@ import signal
 import subprocess
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from hive.board import DisputeState
 from hive.cli import main
 from hive.coordinator import Coordinator
 from hive.coordinator.options import StartOptions, check_runs_dir
+from hive.coordinator.run import waiting_note
 from hive.errors import RunFailed, UsageError
 from hive.runs import RunPaths
 from hive.testing import LocalHTTPServer
@@ -186,3 +189,13 @@ def test_the_printed_answer_cannot_drive_the_terminal(tmp_path: Path, capsys: py
     assert "\x1b" not in out and "\x07" not in out
     assert "The batching\\x1b]0;owned\\x07 drops\\x1b[2J rows." in out
     assert data["answer"] in (only_run(runs) / "answer.md").read_text()  # the file keeps what the model wrote
+
+
+def test_a_run_waiting_for_a_dispute_after_every_bee_ended_says_so() -> None:
+    """Without the note, a run sits silent for up to --dispute-timeout seconds after its last bee: it looks hung."""
+    opened = [DisputeState("d-1", ("n-0001", "n-0002"), "2026-11-30T09:00:00.000Z"),
+              DisputeState("d-2", ("n-0003", "n-0004"), "2026-11-30T09:00:20.000Z")]
+    now = datetime(2026, 11, 30, 9, 0, 15, tzinfo=UTC).timestamp()
+    assert waiting_note(opened, 60.0, now) == (
+        "every bee has ended; d-1, d-2 still open: a verifier starts in 45 s (--dispute-timeout 60)")
+    assert waiting_note(opened[:1], 10.0, now).endswith("a verifier starts in 0 s (--dispute-timeout 10)")

@@ -10,18 +10,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import os
 import platform
 import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
 from hive import __version__
+from hive.board import DisputeState
 from hive.coordinator.answer import (
     BeeReport,
     compose_answer,
@@ -56,6 +58,7 @@ from hive.records import (
     Utterance,
     WrapUp,
     now_iso,
+    parse_iso,
 )
 from hive.roles import load_role
 from hive.runs import RunPaths, new_run_id
@@ -142,6 +145,8 @@ class Coordinator:
         self._kill_at: float | None = None
         self._tasks: asyncio.TaskGroup | None = None
         self._interrupts = 0
+        self._told_waiting = False
+        """Whether the view was told that the run waits for a dispute's verifier after every bee has ended."""
         self._model_task: asyncio.Future[Any] | None = None
         """The planning or answer call while it runs: Ctrl-C cuts it short (:meth:`_model_call`)."""
         self._active = 0
@@ -475,8 +480,14 @@ class Coordinator:
             # Done when no bee runs (a verifier may have started just now, after every investigator ended) and
             # no bee's utterances are still in the pipeline (a late note may still open a dispute).
             running = any(b.outcome is None for b in self.bees.values())
-            if not running and self._active == 0 and self._settled():
-                return
+            if not running and self._active == 0:
+                if self._settled():
+                    return
+                if not self._told_waiting:  # else the run looks hung until the dispute's timeout
+                    self._told_waiting = True
+                    self._say(waiting_note(self.pipeline.pending_disputes(), self.opts.dispute_timeout, time.time()))
+            else:
+                self._told_waiting = False  # a verifier runs: the next wait is news again
 
     def _stop_reason(self) -> str:
         """What the bees are told when the whole hive stops early."""
@@ -567,6 +578,14 @@ class Coordinator:
         text = self._scrub.text(compose_answer(self.opts.problem, body, reports, state, note))
         write_text_atomic(self.paths.answer, text)
         return text
+
+
+def waiting_note(disputes: Sequence[DisputeState], timeout: float, now: float) -> str:
+    """What the run says when every bee has ended but open disputes still wait for their verifier."""
+    due = min(parse_iso(d.at).timestamp() + timeout for d in disputes)
+    ids = ", ".join(d.id for d in disputes)
+    return (f"every bee has ended; {ids} still open: a verifier starts in {max(0, math.ceil(due - now))} s "
+            f"(--dispute-timeout {timeout:g})")
 
 
 class CutShort(Exception):
