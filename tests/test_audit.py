@@ -458,6 +458,18 @@ def test_labels_saved_by_a_windows_editor_read_whole(
     assert err == ""
 
 
+@pytest.mark.parametrize("name", ["board.jsonl", "gate.jsonl", "run.json", "answer.md", "bees/bee-2/x.jsonl"])
+def test_export_labels_never_overwrites_the_run_it_audits(
+    runs: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    paths = write_run(runs)
+    (paths.dir / "answer.md").write_text("the answer")
+    before = {p: p.read_bytes() for p in paths.dir.rglob("*") if p.is_file()}
+    assert main(["audit", RUN_ID, "--export-labels", str(paths.dir / ".." / RUN_ID / name)]) == 2
+    assert "would overwrite run" in capsys.readouterr().err
+    assert {p: p.read_bytes() for p in paths.dir.rglob("*") if p.is_file()} == before
+
+
 def test_export_labels_respects_near(runs: Path, tmp_path: Path) -> None:
     write_run(runs)
     template = tmp_path / "to-label.jsonl"

@@ -19,7 +19,7 @@ from hive.cli.app import app
 from hive.cli.output import JsonOption, RunsDirOption, print_json
 from hive.errors import UsageError
 from hive.kinds import NOTE_KINDS
-from hive.runs import list_run_dirs, resolve_run, runs_dir_from
+from hive.runs import RunPaths, list_run_dirs, resolve_run, runs_dir_from
 
 RunArgument = typer.Argument("latest", help="Run id, unique prefix, path, or 'latest'.")
 
@@ -94,6 +94,8 @@ def audit_command(
     from hive.observe.audit import DEFAULT_NEAR, EXPORT_NEAR, audit_run, format_audit, label_template
 
     paths = resolve_run(runs_dir_from(runs_dir), run)
+    if export_labels is not None:
+        _refuse_run_records(export_labels, paths)
     report = audit_run(paths, gate=gate, bee=bee, near=None, labels=labels)
     if export_labels is not None:
         template = label_template(report.near_threshold[: EXPORT_NEAR if near is None else near])
@@ -106,6 +108,14 @@ def audit_command(
             print_json(report.model_dump(mode="json"))
         else:
             typer.echo("\n".join(format_audit(report)))
+
+
+def _refuse_run_records(path: Path, paths: RunPaths) -> None:
+    """A template written over the run's own records (a slip of the tab key) would destroy what it audits."""
+    target = path.resolve()
+    records = {p.resolve() for p in (paths.run_json, paths.board, paths.gate, paths.answer)}
+    if target in records or target.is_relative_to((paths.dir / "bees").resolve()):
+        raise UsageError(f"--export-labels {path} would overwrite run {paths.id}'s own records; write it elsewhere")
 
 
 def _write_lines(path: Path, rows: list[dict[str, Any]]) -> None:
