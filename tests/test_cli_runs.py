@@ -359,6 +359,19 @@ def test_board_that_cannot_be_read(runs_dir: Path, capsys: pytest.CaptureFixture
 
 
 @pytest.mark.slow
+def test_an_answer_that_cannot_be_read_is_one_error_line(runs_dir: Path) -> None:
+    paths = make_run(runs_dir, "r1", answer="The answer.\n")
+    mode = paths.answer.stat().st_mode
+    paths.answer.chmod(0)
+    try:
+        done = hive_denied("show", "r1", "--runs-dir", str(runs_dir))
+    finally:
+        paths.answer.chmod(mode)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == f"hive: error: cannot read {paths.answer}: Permission denied\n"
+
+
+@pytest.mark.slow
 def test_a_run_directory_that_cannot_be_read_is_listed_and_skipped_never_a_traceback(runs_dir: Path) -> None:
     make_run(runs_dir, "20261130-030000-aaaa", problem="Why?")
     denied = make_run(runs_dir, "20261130-040000-bbbb")  # started last: `latest` would be it

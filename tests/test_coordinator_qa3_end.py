@@ -23,7 +23,9 @@ from hive.coordinator import Coordinator
 from hive.coordinator.options import StartOptions, check_runs_dir
 from hive.coordinator.run import waiting_note
 from hive.errors import RunFailed, UsageError
+from hive.records import BeeInfo, RunInfo
 from hive.runs import RunPaths
+from hive.store import write_json_atomic
 from hive.testing import LocalHTTPServer
 from tests.hive_runs import (
     hive_command,
@@ -199,3 +201,19 @@ def test_a_run_waiting_for_a_dispute_after_every_bee_ended_says_so() -> None:
     assert waiting_note(opened, 60.0, now) == (
         "every bee has ended; d-1, d-2 still open: a verifier starts in 45 s (--dispute-timeout 60)")
     assert waiting_note(opened[:1], 10.0, now).endswith("a verifier starts in 0 s (--dispute-timeout 10)")
+
+
+def test_resume_of_a_run_whose_records_cannot_be_read_is_refused_in_one_line_with_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script, judge = two_bees(tmp_path)
+    paths = RunPaths(tmp_path / "runs" / "20261130-030000-aaaa")
+    paths.dir.mkdir(parents=True)
+    write_json_atomic(paths.run_json, RunInfo(
+        id=paths.id, problem="Why?", repo=str(make_repo(tmp_path)), model=f"script:{script}",
+        judge=[f"script:{judge}"], status="interrupted", bees=[BeeInfo(id="bee-1", angle="a"),
+                                                               BeeInfo(id="bee-2", angle="b")]))
+    paths.board.mkdir()  # read() fails on it as on a file the user may not read
+    assert main(["resume", str(paths.dir)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"hive: error: cannot resume run {paths.id}: cannot read {paths.board}: Is a directory\n"

@@ -73,7 +73,7 @@ def show_command(
     from hive.board import fold
 
     state = fold(_read_board(paths))
-    answer = paths.answer.read_text(encoding="utf-8", errors="replace") if paths.answer.is_file() else None
+    answer = _read_answer(paths)
     contested = state.contested_ids()
     if as_json:
         print_json({
@@ -105,6 +105,16 @@ def show_command(
             marks.append(f"confirmed by {', '.join(sorted(state.confirmed_by[note.id]))}")
         suffix = f" ({'; '.join(marks)})" if marks else ""
         typer.echo(f"- [{note.kind} {note.score:.2f}] {note.bee}{suffix}: {printable(note.text)}")
+
+
+def _read_answer(paths: RunPaths) -> str | None:
+    """The run's answer.md, ``None`` until it is written; an unreadable one is bad input, in one line."""
+    if not paths.answer.is_file():
+        return None
+    try:
+        return paths.answer.read_text(encoding="utf-8", errors="replace")
+    except OSError as e:
+        raise UsageError(f"cannot read {paths.answer}: {e.strerror}") from e
 
 
 def _read_board(paths: RunPaths) -> list[BoardRecord]:

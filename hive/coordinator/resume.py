@@ -17,7 +17,7 @@ from pathlib import Path
 
 from hive.coordinator.options import StartOptions
 from hive.coordinator.pipeline import inbox_item
-from hive.errors import UsageError
+from hive.errors import StoreError, UsageError
 from hive.records import (
     BOARD_ADAPTER,
     BoardRecord,
@@ -72,6 +72,14 @@ def check_resumable(paths: RunPaths) -> RunInfo:
 
 
 def load_earlier(paths: RunPaths, info: RunInfo) -> EarlierRun:
+    """The run's records, read back; a file that cannot be read is a one-line :class:`UsageError`."""
+    try:
+        return _load_earlier(paths, info)
+    except StoreError as e:
+        raise UsageError(f"cannot resume run {info.id}: {e}") from e
+
+
+def _load_earlier(paths: RunPaths, info: RunInfo) -> EarlierRun:
     board, warnings = read_all(paths.board, BOARD_ADAPTER)
     decisions, gate_warnings = read_all(paths.gate, GateDecision)
     answered = next((d.note for d in decisions if d.gate == "answer" and d.outcome == "answered"), None)
