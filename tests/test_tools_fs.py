@@ -527,3 +527,24 @@ async def test_a_catch_all_glob_does_not_bring_dot_git_back(
     (repo / ".git" / "description").write_text("batch_size inside .git\n")
     result = await GrepTool(root, rg_path=rg_path).run({"pattern": "batch_size", "glob": glob})
     assert ".git/" not in result.text
+
+
+async def test_a_backtracking_pattern_cannot_freeze_the_python_search(root: RepoRoot, repo: Path) -> None:
+    # `(a+)+$` on 40 a's and a '!' backtracks for days. Python's re holds the GIL meanwhile, so in a thread of the
+    # bee it froze the bee's event loop; as a process it is killed at the search's time limit.
+    (repo / "src" / "pathological.txt").write_text("a" * 40 + "!\n")
+    result = await GrepTool(root, rg_path=None, seconds=1).run({"pattern": "(a+)+$", "path": "src"})
+    assert result.ok and result.text == "no matches\n[search stopped after 1 s; results are partial]"
+
+
+async def test_the_python_search_cannot_import_a_module_from_the_repository(
+    root: RepoRoot, repo: Path, tmp_path: Path
+) -> None:
+    # It runs with the repository as its working directory: a file there named like one of its imports must not
+    # run in its place (unsandboxed, with the bee's environment).
+    planted = tmp_path / "planted-code-ran"
+    for module in ("argparse", "re", "hive"):
+        (repo / f"{module}.py").write_text(f"open({str(planted)!r}, 'a').write({module!r})\n")
+    result = await GrepTool(root, rg_path=None).run({"pattern": "return 32"})
+    assert result.text == "src/pkg/core.py:4:    return 32"
+    assert not planted.exists()

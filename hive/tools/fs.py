@@ -15,8 +15,9 @@ import os
 import re
 import shutil
 import stat
+import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Literal
@@ -446,19 +447,18 @@ class GrepTool:
                                 activity=f"searched {shown}: not a regular file")
             flags = re.IGNORECASE if checked["ignore_case"] else 0
             try:
-                regex = re.compile(pattern, flags)
+                re.compile(pattern, flags)
             except re.error as e:
                 if self.rg is None:
                     raise ToolError(
                         f"grep: invalid regular expression {pattern!r}: {e}",
                         activity=f"searched for `{preview(pattern)}`: invalid pattern",
                     ) from None
-                regex = None  # ripgrep's syntax differs a little from Python's; let it judge.
+                # ripgrep's syntax differs a little from Python's; let it judge.
             if self.rg is not None:
                 found, stopped = await self._ripgrep(pattern, target, checked["glob"], checked["ignore_case"])
             else:
-                assert regex is not None
-                found, stopped = await asyncio.to_thread(self._python, regex, target, checked["glob"])
+                found, stopped = await self._python(pattern, target, checked["glob"], checked["ignore_case"])
         except ToolError as e:
             return e.result()
         activity = f"searched for `{preview(pattern)}`: {plural(found.lines, 'hit')}"
@@ -505,33 +505,51 @@ class GrepTool:
             raise ToolError(f"grep: {message}", activity=f"searched for `{preview(pattern)}`: failed")
         return collected, stopped
 
-    def _python(self, regex: re.Pattern[str], target: Path, glob: str | None) -> tuple[_Collected, bool]:
-        collected = _Collected(self.cap, bytearray())
-        deadline = time.monotonic() + self.seconds
-        if target.is_file():
-            files: Iterator[Path] = iter([target])
-        else:
-            files = walk_files(self.root, target, IgnoreRules.load(self.root.path), deadline)
-        for path in files:
-            shown = self.root.display(path)
-            if glob and not glob_matches(glob, shown):
-                continue
-            self._search_file(regex, path, shown, collected)
-        return collected, time.monotonic() > deadline
+    async def _python(
+        self, pattern: str, target: Path, glob: str | None, ignore_case: bool
+    ) -> tuple[_Collected, bool]:
+        """The pure-Python search, in a process of its own (:mod:`hive.tools.pygrep`), killed at the time limit.
 
-    @staticmethod
-    def _search_file(regex: re.Pattern[str], path: Path, shown: str, collected: _Collected) -> None:
-        try:
-            with path.open("rb") as stream:
-                if is_binary(stream.read(SNIFF_BYTES)):
-                    return
-                stream.seek(0)
-                for number, (raw, cut) in enumerate(iter_lines(stream, LONG_LINE * 4), start=1):
-                    text = decode(raw)
-                    if regex.search(text):
-                        collected.add(f"{shown}:{number}:{_long_line(text, cut)}".encode("utf-8", "surrogateescape"))
-        except OSError:
-            return
+        Not in a thread of the bee: a model's pattern can backtrack for hours (``(a+)+$`` on a line of a's), and
+        Python's ``re`` holds the GIL while it does, which would freeze the bee's event loop, its limits and its
+        answers to the coordinator. ``-P``: the working directory is the repository, whose files must not stand
+        in for a module the search imports.
+        """
+        argv = [sys.executable, "-P", "-m", "hive.tools.pygrep", "--root", str(self.root.path),
+                "--seconds", str(self.seconds)]
+        argv += [f"--exclude={path}" for path in self.root.excluded]
+        if glob:
+            argv.append(f"--glob={glob}")
+        if ignore_case:
+            argv.append("--ignore-case")
+        argv += ["--", pattern, str(target)]
+        collected = _Collected(self.cap, bytearray())
+        # A second past the search's own deadline, at which it stops by itself and says so (exit 3).
+        code, stderr, stopped = await _run_lines(argv, self.root.path, collected.add, self.seconds + 1)
+        if code not in (None, 0, PARTIAL_EXIT):
+            problem = decode(stderr).strip().splitlines()[-1:] or [f"exit {code}"]
+            raise ToolError(f"grep failed: {problem[0]}", activity=f"searched for `{preview(pattern)}`: failed")
+        return collected, stopped or code == PARTIAL_EXIT
+
+
+PARTIAL_EXIT = 3
+"""The exit status of :mod:`hive.tools.pygrep` when it stopped at its deadline with partial results."""
+
+
+def search_file(regex: re.Pattern[str], path: Path, shown: str, emit: Callable[[bytes], object]) -> None:
+    """Emit ``path:line:text`` for each line of the text file ``path`` that ``regex`` matches (binary files and
+    unreadable ones are skipped, as ripgrep does)."""
+    try:
+        with path.open("rb") as stream:
+            if is_binary(stream.read(SNIFF_BYTES)):
+                return
+            stream.seek(0)
+            for number, (raw, cut) in enumerate(iter_lines(stream, LONG_LINE * 4), start=1):
+                text = decode(raw)
+                if regex.search(text):
+                    emit(f"{shown}:{number}:{_long_line(text, cut)}".encode("utf-8", "surrogateescape"))
+    except OSError:
+        return
 
 
 async def _run_lines(argv: list[str], cwd: Path, on_line: Any, seconds: float) -> tuple[int | None, bytes, bool]:
