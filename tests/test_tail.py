@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 import queue
+import shutil
 import signal
 import subprocess
 import sys
@@ -24,6 +25,7 @@ from hive.errors import UsageError
 from hive.observe.reading import printable
 from hive.observe.tail import (
     FollowedFile,
+    RunWatch,
     TailFilter,
     TailPrinter,
     check_bees,
@@ -210,6 +212,18 @@ def test_tail_started_before_any_run_waits_for_the_first(tmp_path: Path) -> None
         return (await asyncio.wait_for(waiting, TIMEOUT)).id
 
     assert asyncio.run(scenario()) == RUN_ID
+
+
+def test_a_run_directory_deleted_while_followed_ends_the_tail(
+    runs: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    paths = write_run(runs, status="running", pid=os.getpid())  # alive: this very process
+    watch = RunWatch(paths)
+    assert watch.live()
+    shutil.rmtree(paths.dir)
+    assert not watch.live()
+    assert [r.getMessage() for r in caplog.records] == [f"run directory {paths.dir} is gone"]
+    assert end_line(paths) == f"-- run {RUN_ID} ended"
 
 
 def test_no_follow_before_any_run_is_bad_input(runs: Path, capsys: pytest.CaptureFixture[str]) -> None:

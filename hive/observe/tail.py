@@ -272,7 +272,11 @@ class RunWatch:
             return None, str(e)
 
     def live(self) -> bool:
-        """True until run.json says the run ended, or names a coordinator that is gone."""
+        """True until run.json says the run ended, or names a coordinator that is gone, or the run directory
+        itself is gone (deleted while followed: nothing more can land on its board)."""
+        if not self.paths.dir.is_dir():
+            log.warning(f"run directory {self.paths.dir} is gone")
+            return False
         info, problem = self.read()
         if problem is not None:
             self.warn(problem)
