@@ -9,7 +9,9 @@ Exit status 0 when the search finished, :data:`~hive.tools.fs.PARTIAL_EXIT` when
 from __future__ import annotations
 
 import argparse
+import math
 import re
+import signal
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -30,9 +32,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("target", help="the file or directory to search, under the root")
     args = parser.parse_args(argv)
     deadline = time.monotonic() + args.seconds
+    # The bee kills this process at the time limit; should the bee itself be killed first, the alarm's default
+    # action ends it all the same, even inside a backtracking match (no Python handler needs to run).
+    signal.alarm(math.ceil(args.seconds) + 5)
     root = RepoRoot(Path(args.root), [Path(path) for path in args.exclude])
     regex = re.compile(args.pattern, re.IGNORECASE if args.ignore_case else 0)
-    target = Path(args.target)
+    target = root.path / args.target  # an absolute target stays as it is
     files: Iterator[Path] = (
         iter([target]) if target.is_file() else walk_files(root, target, IgnoreRules.load(root.path), deadline)
     )
