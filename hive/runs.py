@@ -168,11 +168,12 @@ def _is_dir(path: Path) -> bool:
 def list_run_dirs(runs_dir: Path) -> list[RunPaths]:
     """Run directories under ``runs_dir``, oldest first. A directory that cannot be searched is listed too:
     it may be a run, and reading it will say why it cannot be shown."""
-    if not runs_dir.exists():
-        return []
-    if not runs_dir.is_dir():
-        raise UsageError(f"runs directory {str(runs_dir)!r} is not a directory")
     try:
+        # exists() answers False only for "no such file": a parent that cannot be searched raises.
+        if not runs_dir.exists():
+            return []
+        if not runs_dir.is_dir():
+            raise UsageError(f"runs directory {str(runs_dir)!r} is not a directory")
         entries = sorted(runs_dir.iterdir(), key=lambda p: p.name)
     except PermissionError as e:
         raise UsageError(f"cannot read runs directory {str(runs_dir)!r}: permission denied") from e

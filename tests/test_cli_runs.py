@@ -359,6 +359,23 @@ def test_board_that_cannot_be_read(runs_dir: Path, capsys: pytest.CaptureFixture
 
 
 @pytest.mark.slow
+def test_a_runs_directory_inside_one_that_cannot_be_searched_is_one_error_line(tmp_path: Path) -> None:
+    runs = tmp_path / "locked" / "runs"
+    make_run(runs, "r1")
+    with locked(runs.parent):
+        assert_denied(runs.parent)
+        for argv in (["ls"], ["ls", "--json"], ["show"], ["show", "r1"], ["resume"]):
+            done = hive_denied(*argv, "--runs-dir", str(runs))
+            assert (done.returncode, done.stdout) == (2, ""), argv
+            assert done.stderr == f"hive: error: cannot read runs directory {str(runs)!r}: permission denied\n"
+        done = hive_denied("start", "Why?", "--repo", str(tmp_path), "--model", "openai:gpt-4.1-mini",
+                           "--runs-dir", str(runs / "new"))
+        assert (done.returncode, done.stdout) == (2, "")
+        assert done.stderr == (f"hive: error: runs directory {str(runs / 'new')!r} cannot be reached "
+                               "(Permission denied)\n")
+
+
+@pytest.mark.slow
 def test_an_answer_that_cannot_be_read_is_one_error_line(runs_dir: Path) -> None:
     paths = make_run(runs_dir, "r1", answer="The answer.\n")
     mode = paths.answer.stat().st_mode

@@ -87,12 +87,16 @@ def check_runs_dir(runs_dir: Path) -> Path:
     """The runs directory must be creatable and writable; nothing is created here."""
     check_text("the runs directory path", str(runs_dir.absolute()))
     probe = runs_dir
-    while not probe.exists():
-        if probe.parent == probe:
-            break
-        probe = probe.parent
-    if probe.exists() and not probe.is_dir():
-        raise UsageError(f"runs directory {str(runs_dir)!r} is not a directory")
+    try:
+        # exists() answers False only for "no such file": a parent that cannot be searched raises.
+        while not probe.exists():
+            if probe.parent == probe:
+                break
+            probe = probe.parent
+        if probe.exists() and not probe.is_dir():
+            raise UsageError(f"runs directory {str(runs_dir)!r} is not a directory")
+    except OSError as e:
+        raise UsageError(f"runs directory {str(runs_dir)!r} cannot be reached ({e.strerror})") from e
     # os.access() says yes to root everywhere; only a real (immediately removed) file tells the truth. It gets
     # a byte, since a full disk still makes empty files.
     try:
