@@ -100,6 +100,30 @@ def test_a_key_no_http_header_can_carry_is_a_usage_error_that_does_not_show_it(
     assert "secret" not in str(caught.value)
 
 
+@pytest.mark.parametrize(
+    ("spec", "env", "message"),
+    [
+        ("openai:x", {"OPENAI_BASE_URL": "http://"}, "OPENAI_BASE_URL is not a valid URL (it names no host): 'http://'"),
+        ("anthropic:x", {"ANTHROPIC_BASE_URL": "https://api.example.com:99999"},
+         "ANTHROPIC_BASE_URL is not a valid URL (Port out of range 0-65535): 'https://api.example.com:99999'"),
+        ("openai-compat:x", {"HIVE_BASE_URL": "http://[::1/v1"},
+         "HIVE_BASE_URL is not a valid URL (Invalid IPv6 URL): 'http://[::1/v1'"),
+        ("openai-compat:x", {"HIVE_BASE_URL": "https://exa\tmple.com/v1"},
+         "HIVE_BASE_URL is not a valid URL (it contains a space or a control character): 'https://exa\\tmple.com/v1'"),
+        ("ollama:x", {"OLLAMA_HOST": "gpu box"},
+         "OLLAMA_HOST is not a valid URL (it contains a space or a control character): 'http://gpu box:11434/v1'"),
+        ("openai-compat:x", {"HIVE_BASE_URL": "http://me:tok3n-secret@host:70000/v1"},
+         "HIVE_BASE_URL is not a valid URL (Port out of range 0-65535): 'http://[redacted]@host:70000/v1'"),
+    ],
+)
+def test_a_base_url_no_client_can_use_is_a_usage_error(spec: str, env: dict[str, str], message: str) -> None:
+    # Before, some of these passed the check and then crashed every bee with httpx.InvalidURL.
+    env = {"OPENAI_API_KEY": "sk-test-000000", "ANTHROPIC_API_KEY": "sk-ant-000000", **env}
+    with pytest.raises(UsageError) as caught:
+        check_model_spec(spec, env=env)
+    assert str(caught.value) == message
+
+
 def test_the_process_environment_is_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(UsageError):
         check_model_spec("openai:gpt-4.1")

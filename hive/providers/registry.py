@@ -16,6 +16,7 @@ that plays a script never loads the HTTP stack.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -155,7 +156,7 @@ def _configure(spec: ModelSpec, env: Mapping[str, str]) -> _Endpoint | _Script:
             value("ANTHROPIC_API_KEY"),
         )
     if spec.provider == "ollama":
-        return _Endpoint(ollama_base_url(value("OLLAMA_HOST")), None)
+        return _Endpoint(_checked_url(ollama_base_url(value("OLLAMA_HOST")), "OLLAMA_HOST"), None)
     base_url = value("HIVE_BASE_URL")
     if base_url is None:
         raise UsageError(f"model {str(spec)!r} needs HIVE_BASE_URL (the server's OpenAI-compatible /v1 URL)")
@@ -188,6 +189,28 @@ def ollama_base_url(host: str | None) -> str:
 
 
 def _checked_url(url: str, variable: str) -> str:
+    """``url`` if it is an http(s) URL with a host (and a valid port), else a one-line :class:`UsageError`."""
+    from urllib.parse import urlsplit
+
     if not url.startswith(("http://", "https://")):
-        raise UsageError(f"{variable} must be an http:// or https:// URL, not {url!r}")
+        raise UsageError(f"{variable} must be an http:// or https:// URL, not {_without_password(url)!r}")
+    problem = None
+    if any(char.isspace() or not char.isprintable() for char in url):
+        problem = "it contains a space or a control character"
+    else:
+        try:
+            parts = urlsplit(url)
+            parts.port  # noqa: B018 - reading it is the check: a port out of range or not a number raises
+        except ValueError as e:
+            problem = str(e)
+        else:
+            if not parts.hostname:
+                problem = "it names no host"
+    if problem is not None:
+        raise UsageError(f"{variable} is not a valid URL ({problem}): {_without_password(url)!r}")
     return url
+
+
+def _without_password(url: str) -> str:
+    """``url`` for an error message: credentials written into it (``https://user:token@host``) left out."""
+    return re.sub(r"(?<=//)[^/@]*@", "[redacted]@", url)
