@@ -256,3 +256,15 @@ async def test_a_streamed_response_is_read_whole_and_closed(api: LocalHTTPServer
             lambda: client.send(client.build_request("POST", "/x", json={}), stream=True), policy=FAST, label="t"
         )
     assert (response.status_code, response.json(), response.headers["x-request-id"]) == (200, {"ok": True}, "r1")
+
+
+async def test_a_request_httpx_cannot_even_build_is_a_provider_error() -> None:
+    async with httpx.AsyncClient() as client:
+        with pytest.raises(ProviderError) as caught:
+            await send_with_retry(
+                lambda: client.send(client.build_request("POST", "http://exa\tmple.com/"), stream=True),
+                policy=FAST,
+                label="test:model",
+            )
+    assert str(caught.value) == "test:model: request failed (InvalidURL) (after 1 attempt)"
+    assert caught.value.kind == "unreachable"

@@ -232,7 +232,7 @@ async def send_with_retry(
         except (httpx.NetworkError, httpx.RemoteProtocolError) as exc:
             kind, retryable, status, body = "unreachable", True, None, ""
             problem = f"connection failed ({type(exc).__name__})"
-        except httpx.TransportError as exc:
+        except (httpx.RequestError, httpx.InvalidURL) as exc:  # a transport error, too many redirects, a bad URL
             kind, retryable, status, body = "unreachable", False, None, ""
             problem = f"request failed ({type(exc).__name__})"
         else:
