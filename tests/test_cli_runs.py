@@ -359,7 +359,7 @@ def test_board_that_cannot_be_read(runs_dir: Path, capsys: pytest.CaptureFixture
 
 
 @pytest.mark.slow
-def test_a_runs_directory_inside_one_that_cannot_be_searched_is_one_error_line(tmp_path: Path) -> None:
+def test_runs_dir_and_repository_inside_a_directory_that_cannot_be_searched_are_one_error_line(tmp_path: Path) -> None:
     runs = tmp_path / "locked" / "runs"
     make_run(runs, "r1")
     with locked(runs.parent):
@@ -373,6 +373,9 @@ def test_a_runs_directory_inside_one_that_cannot_be_searched_is_one_error_line(t
         assert (done.returncode, done.stdout) == (2, "")
         assert done.stderr == (f"hive: error: runs directory {str(runs / 'new')!r} cannot be reached "
                                "(Permission denied)\n")
+        done = hive_denied("start", "Why?", "--repo", str(runs), "--model", "openai:gpt-4.1-mini")
+        assert (done.returncode, done.stdout) == (2, "")
+        assert done.stderr == f"hive: error: repository {str(runs)!r} cannot be reached (Permission denied)\n"
 
 
 @pytest.mark.slow

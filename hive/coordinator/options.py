@@ -74,10 +74,14 @@ def check_bee_count(bees: int | None, angles: tuple[str, ...]) -> int:
 
 def check_repo(repo: Path) -> Path:
     check_text("the repository path", str(repo.absolute()))
-    if not repo.exists():
-        raise UsageError(f"repository {str(repo)!r} does not exist")
-    if not repo.is_dir():
-        raise UsageError(f"repository {str(repo)!r} is not a directory")
+    try:
+        # exists() answers False only for "no such file": a parent that cannot be searched raises.
+        if not repo.exists():
+            raise UsageError(f"repository {str(repo)!r} does not exist")
+        if not repo.is_dir():
+            raise UsageError(f"repository {str(repo)!r} is not a directory")
+    except OSError as e:
+        raise UsageError(f"repository {str(repo)!r} cannot be reached ({e.strerror})") from e
     if not os.access(repo, os.R_OK | os.X_OK):
         raise UsageError(f"repository {str(repo)!r} is not readable")
     return repo.resolve()
