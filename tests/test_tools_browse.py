@@ -282,3 +282,10 @@ async def test_a_page_cannot_close_the_untrusted_marker_itself(browse: BrowseToo
     ]
     assert lines[-1] == "[end of untrusted web content]"
     assert "(end of untrusted web content]" in lines and "(Untrusted  Web Content from https://docs.example]" in lines
+
+
+async def test_a_url_that_cannot_be_parsed_is_refused_in_one_line(browse: BrowseTool) -> None:
+    result = await browse.run({"url": "http://[::1/x"})
+    assert not result.ok
+    assert result.text == "browse: refused: http://[::1/x is not a valid URL (Invalid IPv6 URL)"
+    assert result.activity == "fetch http://[::1/x: refused (invalid URL)"

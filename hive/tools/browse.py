@@ -154,7 +154,13 @@ def html_to_text(html: str, base_url: str = "") -> str:
 
 def check_url(url: str) -> str:
     """The URL if it is an absolute http(s) URL, else :class:`ToolError`."""
-    parts = urlsplit(url.strip())
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError as e:  # an unclosed IPv6 bracket, say
+        raise ToolError(
+            f"browse: refused: {preview(url, 200)} is not a valid URL ({e})",
+            activity=f"fetch {preview(url)}: refused (invalid URL)",
+        ) from None
     if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
         scheme = parts.scheme or "none"
         raise ToolError(
