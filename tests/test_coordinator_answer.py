@@ -1,9 +1,11 @@
-"""answer.md's parts written by rule: the board sections and the digest (pure)."""
+"""answer.md's parts written by rule (the board sections, the digest) and the planned angles (pure)."""
 
 from __future__ import annotations
 
+import pytest
+
 from hive.board import fold
-from hive.coordinator.answer import BeeReport, board_sections, digest
+from hive.coordinator.answer import BeeReport, board_sections, digest, parse_angles
 from hive.records import Note, Relation
 
 
@@ -44,3 +46,10 @@ def test_the_digest_takes_each_found_section_or_the_start_of_the_report() -> Non
         "- **bee-1** (reported): - app/export.py:5 drops the last batch",
         "- **bee-2** (crashed): (no report)",
     ]
+
+
+def test_planned_angles_must_be_distinct() -> None:
+    assert parse_angles('Here: ["Trace the  batching", "trace the batching", "Check the config"] done', 2) == [
+        "Trace the batching", "Check the config"]
+    with pytest.raises(ValueError, match="1 distinct usable angles, not 2"):
+        parse_angles('["Read the tests", "read the tests ", ""]', 2)

@@ -59,9 +59,15 @@ def parse_angles(text: str, n: int) -> list[str]:
         value = orjson.loads(match.group(0))
     except orjson.JSONDecodeError as e:
         raise ValueError(f"the planner's JSON does not parse: {e}") from e
-    angles = [" ".join(str(a).split()) for a in value if isinstance(a, str) and a.strip()]
+    # Distinct angles: two bees on the same angle would only duplicate each other's work.
+    by_words: dict[str, str] = {}
+    for item in value:
+        if isinstance(item, str) and item.strip():
+            angle = " ".join(item.split())
+            by_words.setdefault(angle.casefold(), angle)
+    angles = list(by_words.values())
     if len(angles) < n:
-        raise ValueError(f"the planner gave {len(angles)} usable angles, not {n}")
+        raise ValueError(f"the planner gave {len(angles)} distinct usable angles, not {n}")
     return angles[:n]
 
 
