@@ -199,7 +199,8 @@ def resolve_run(runs_dir: Path, ref: str | None) -> RunPaths:
     ref = (ref or "").strip() or "latest"
     as_path = Path(ref)
     if _is_run_candidate(as_path):
-        return RunPaths(as_path)
+        # A run's id is its directory's name: '.' or '..' (hive resume . from inside the run) has none.
+        return RunPaths(as_path.absolute().resolve() if as_path.name in ("", "..") else as_path)
     if os.sep in ref:  # run ids never contain a separator: this was meant as a path
         raise RunNotFound(f"{ref} is not a run directory (no run.json)")
     runs = list_run_dirs(runs_dir)

@@ -323,3 +323,12 @@ def test_duration_of_a_run_with_a_garbled_timestamp_is_unknown() -> None:
 def test_duration_of_a_run_json_written_without_a_time_zone_reads_it_as_utc() -> None:
     assert duration_seconds(info(started_at="2026-11-30T03:00:00", ended_at="2026-11-30T03:00:10Z")) == 10.0
     assert duration_seconds(info(started_at="2026-11-30T03:00:00")) is not None
+
+
+def test_a_run_named_by_dot_from_inside_it_keeps_its_id(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`hive resume .` in a run directory once rewrote its run.json with the id ''."""
+    paths = make_run(tmp_path / "runs", "20261130-030405-a1b2")
+    (paths.dir / "bees").mkdir()
+    monkeypatch.chdir(paths.dir)
+    for ref in (".", "./", "../20261130-030405-a1b2", "bees/.."):
+        assert resolve_run(tmp_path / "elsewhere", ref).id == "20261130-030405-a1b2", ref
