@@ -174,6 +174,45 @@ async def test_home_directories_are_hidden(tmp_path: Path, repo: Path, monkeypat
     assert set(in_root) == needed
 
 
+async def test_a_venv_link_out_of_the_repository_binds_only_a_python_installation(
+    tmp_path: Path, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The repository controls .venv/bin/python. Linked to a credentials file, it once had the directory two levels
+    # up (here the home directory) bound into the sandbox as "the installation behind the repository's .venv".
+    home = tmp_path / "home"
+    (home / ".aws").mkdir(parents=True)
+    (home / ".aws" / "credentials").write_text("aws_secret_access_key = very-secret\n")
+    monkeypatch.setenv("HOME", str(home))
+    (repo / ".venv" / "bin").mkdir(parents=True)
+    (repo / ".venv" / "bin" / "python").symlink_to(home / ".aws" / "credentials")
+    tool = BashTool(repo)
+    try:
+        result = await tool.run({"command": f"cat {home}/.aws/credentials"})
+    finally:
+        await tool.aclose()
+    assert "very-secret" not in result.text and "No such file or directory" in result.text
+    assert not any(home.is_relative_to(kept) or kept.is_relative_to(home) for kept in tool.keep)
+
+    # A real-looking installation under the home directory (pyenv, uv) gets its bin and lib, and nothing else.
+    prefix = home / ".pyenv" / "versions" / "3.99.0"
+    (prefix / "bin").mkdir(parents=True)
+    (prefix / "bin" / "python3.99").write_text("#!/bin/sh\necho fake python\n")
+    (prefix / "bin" / "python3.99").chmod(0o755)
+    (prefix / "lib" / "python3.99").mkdir(parents=True)
+    (prefix / "lib" / "python3.99" / "os.py").write_text("# the standard library\n")
+    (prefix / "notes.txt").write_text("not part of the installation\n")
+    (repo / ".venv" / "bin" / "python").unlink()
+    (repo / ".venv" / "bin" / "python").symlink_to(prefix / "bin" / "python3.99")
+    tool = BashTool(repo)
+    try:
+        command = f"cat {prefix}/lib/python3.99/os.py {prefix}/notes.txt {home}/.aws/credentials"
+        result = await tool.run({"command": command})
+    finally:
+        await tool.aclose()
+    assert "# the standard library" in result.text
+    assert "not part of the installation" not in result.text and "very-secret" not in result.text
+
+
 async def test_hidden_home_directories_are_read_only(bash: BashTool) -> None:
     result = await bash.run({"command": "touch /root/x 2>&1; mkdir /home/x 2>&1; echo done"})
     assert result.text.count("Read-only file system") == 2

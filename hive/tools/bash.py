@@ -173,14 +173,34 @@ def hidden_dirs() -> list[Path]:
     return hidden
 
 
+def python_installation(python: Path) -> list[Path]:
+    """The ``bin`` and ``lib`` directories of the Python installation ``python`` leads to, or none when it does
+    not lead to one: an executable named ``python…`` in a ``bin`` directory whose prefix has ``lib/python3…``.
+
+    For the repository's ``.venv/bin/python``, which the repository controls: a link from there to
+    ``~/.aws/credentials`` once had the whole home directory bound into the sandbox (its "installation").
+    Binding only ``bin`` and ``lib`` of something that looks like a Python installation keeps a pyenv or uv
+    Python under the home directory working and shows nothing else of it.
+    """
+    real = Path(os.path.realpath(python))
+    looks_like_python = real.name.startswith("python") and real.parent.name == "bin"
+    if not (looks_like_python and real.is_file() and os.access(real, os.X_OK)):
+        return []
+    prefix = real.parent.parent
+    if not any(path.is_dir() for path in prefix.glob("lib/python3*")):
+        return []
+    return [prefix / "bin", prefix / "lib"]
+
+
 def paths_to_keep(repo: Path, hidden: Sequence[Path]) -> list[Path]:
     """Host paths the command needs that :func:`hidden_dirs` would hide, to bind again (read-only): the
     repository, the Python running hive (its venv and installation), and the installation behind the
-    repository's own ``.venv`` (a pyenv or uv Python under the home directory, say)."""
+    repository's own ``.venv`` (a pyenv or uv Python under the home directory, say; see
+    :func:`python_installation`)."""
     candidates = [repo, Path(sys.prefix), Path(sys.base_prefix)]
-    for python in (Path(sys.executable), repo / ".venv" / "bin" / "python"):
-        if python.exists():
-            candidates.append(Path(os.path.realpath(python)).parent.parent)
+    if Path(sys.executable).exists():
+        candidates.append(Path(os.path.realpath(sys.executable)).parent.parent)
+    candidates += python_installation(repo / ".venv" / "bin" / "python")
     keep: list[Path] = []
     for path in sorted((candidate.resolve() for candidate in candidates), key=lambda p: len(p.parts)):
         if any(path.is_relative_to(kept) for kept in keep):
