@@ -166,6 +166,13 @@ def test_gate_filter_keeps_one_gate(runs: Path, capsys: pytest.CaptureFixture[st
     assert report["filters"] == {"gate": "relate"}
 
 
+def test_a_gate_that_decided_nothing_still_has_its_figures(runs: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_run(runs)
+    report, _ = audit_json(capsys, "--gate", "answer")  # the run was not a race: no answer decisions
+    assert list(report["gates"]) == ["answer"]
+    assert [report["gates"]["answer"][key] for key in ("decisions", "yes", "no", "unsure", "fallback")] == [0] * 5
+
+
 def test_bee_filter_keeps_what_concerns_one_bee(runs: Path, capsys: pytest.CaptureFixture[str]) -> None:
     write_run(runs)
     report, _ = audit_json(capsys, "--bee", "bee-3")

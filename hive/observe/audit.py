@@ -472,7 +472,8 @@ def compute_audit(
         board = [r for r in board if concerns_bee(r, bee, notes)]
     gated = [d for d in decisions if gate is None or d.gate == gate]
 
-    by_gate: dict[str, list[GateDecision]] = {g: [] for g in (GATES if gate is None else ())}
+    # The gates asked about are always there, with zeros if they decided nothing (a gate switched off).
+    by_gate: dict[str, list[GateDecision]] = {g: [] for g in (GATES if gate is None else (gate,))}
     for d in gated:
         by_gate.setdefault(d.gate, []).append(d)
     order = {name: i for i, name in enumerate(KNOWN_GATES)}
