@@ -116,7 +116,8 @@ def folded() -> LiveState:
 
 def test_the_fold_counts_what_the_header_shows() -> None:
     state = folded()
-    assert (len(state.board.notes), state.deliveries, state.corrections) == (3, 3, 1)
+    # deliveries as the audit's "delivered" (judge or rule); corrections and conflict notices apart
+    assert (len(state.board.notes), state.deliveries, state.corrections, state.conflict_notices) == (3, 1, 1, 1)
     assert (state.decisions, state.judge_decisions, state.withheld) == (6, 3, 2)  # g-6 asked no judge
     assert (state.tokens, state.cost_usd) == (12600, 0.02)
     assert state.counts() == {"working": 2, "done": 1, "failed": 1}
@@ -132,7 +133,8 @@ def test_panel_shows_bees_activity_silence_and_notes() -> None:
     state = folded()
     text = "\n".join(line for line, _ in panel_lines(state, 200, when(50)))
     assert "4 bees: 2 working, 1 done, 1 failed" in text
-    assert "board 3 notes · 2 withheld · 3 deliveries · 1 correction · 1 dispute (0 open) · 3 judge decisions" in text
+    assert ("board 3 notes · 2 withheld · 1 delivery · 1 correction · 1 conflict notice · 1 dispute (0 open) · "
+            "3 judge decisions") in text
     assert "12.6k tokens · $0.02" in text
     priceless = LiveState.from_info(info())
     assert "0 tokens · cost unknown" in "\n".join(line for line, _ in panel_lines(priceless, 200, when(1)))
@@ -296,7 +298,7 @@ def test_a_resumed_run_is_counted_whole_from_its_files(tmp_path: Path) -> None:
     text = "\n".join(line for line, _ in panel_lines(view.state, 200, when(50)))
     judged = sum(d.source != "rule" for d in gate_decisions())
     assert "4 bees: 1 working, 3 done, 0 failed" in text
-    assert (f"board 5 notes · 3 withheld · 6 deliveries · 1 correction · 2 disputes (1 open) · "
+    assert (f"board 5 notes · 3 withheld · 4 deliveries · 1 correction · 1 conflict notice · 2 disputes (1 open) · "
             f"{judged} judge decisions · 1200 tokens · $0.01") in text
     assert "bee-3     cut short  investigator" in text and "↳ time limit" in text
     assert "bee-1     working  investigator" in text  # started again: its earlier outcome is history

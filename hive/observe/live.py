@@ -137,6 +137,8 @@ class LiveState:
     bees: dict[str, BeeRow] = field(default_factory=dict)
     board: BoardState = field(default_factory=BoardState)
     deliveries: int = 0
+    """Notes handed to a bee, by the judge or by rule: what ``hive audit`` counts as delivered."""
+    conflict_notices: int = 0
     corrections: int = 0
     decisions: int = 0
     judge_decisions: int = 0
@@ -208,8 +210,9 @@ class LiveState:
                 self._bee(event.bee).notes_out += 1
             case Delivery():
                 self.board.apply(event)
-                self.deliveries += 1
+                self.deliveries += event.how in ("judge", "rule")
                 self.corrections += event.how == "correction"
+                self.conflict_notices += event.how == "conflict"
                 self._bee(event.to).notes_in += 1
             case Relation() | Dispute() | Resolution() | Verifier():
                 self.board.apply(event)
@@ -289,6 +292,7 @@ def panel_lines(state: LiveState, width: int, now: dt.datetime) -> list[tuple[st
         f"{state.withheld} withheld",
         f"{state.deliveries} {'delivery' if state.deliveries == 1 else 'deliveries'}",
         plural(state.corrections, "correction"),
+        *([plural(state.conflict_notices, "conflict notice")] if state.conflict_notices else []),
         f"{plural(disputes, 'dispute')} ({open_disputes} open)" if disputes else "0 disputes",
         plural(state.judge_decisions, "judge decision"),
         f"{_tokens(state.tokens)} tokens",
