@@ -23,9 +23,9 @@ from hive.coordinator import Coordinator
 from hive.coordinator.options import StartOptions, check_runs_dir
 from hive.coordinator.run import waiting_note
 from hive.errors import RunFailed, UsageError
-from hive.records import BeeInfo, RunInfo
+from hive.records import BOARD_ADAPTER, BeeInfo, Dispute, Note, Relation, Resolution, RunInfo, Verifier
 from hive.runs import RunPaths
-from hive.store import write_json_atomic
+from hive.store import JsonlWriter, read_all, write_json_atomic
 from hive.testing import LocalHTTPServer
 from tests.hive_runs import (
     hive_command,
@@ -34,6 +34,7 @@ from tests.hive_runs import (
     make_repo,
     only_run,
     publish_rules,
+    relation,
     report,
     turn,
     write_judge,
@@ -217,3 +218,43 @@ def test_resume_of_a_run_whose_records_cannot_be_read_is_refused_in_one_line_wit
     assert main(["resume", str(paths.dir)]) == 2
     err = capsys.readouterr().err
     assert err == f"hive: error: cannot resume run {paths.id}: cannot read {paths.board}: Is a directory\n"
+
+
+@pytest.mark.slow
+def test_resume_starts_a_verifier_the_board_names_but_run_json_missed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The run stopped between the board's verifier line and run.json's rewrite (a full disk fails the new file
+    first): the verifier is started on resume and settles its dispute, and no second verify-1 is made."""
+    batch = "FOUND: app/export.py:5 drops the last partial batch."
+    cutoff = "FOUND: the rows are dropped by app/config.py:2 CUTOFF_HOUR which filters the last rows after midnight."
+    script = write_script(tmp_path, {"verify-1": [
+        turn("FOUND: verified: the rows are dropped by app/export.py:5 in the last batch; CUTOFF_HOUR filters nothing.",
+             ls()),
+        report()]})
+    settles = {"gate": "relate", "when": {"later": "verified", "earlier": "CUTOFF"},
+               "answers": {"relation": relation("supersedes", 0.95)}}
+    judge = write_judge(tmp_path, [*publish_rules(), settles])
+    paths = RunPaths(tmp_path / "runs" / "20261130-030000-aaaa")
+    paths.dir.mkdir(parents=True)
+    write_json_atomic(paths.run_json, RunInfo(
+        id=paths.id, problem="Why?", repo=str(make_repo(tmp_path)), model=f"script:{script}",
+        judge=[f"script:{judge}"], status="interrupted",
+        bees=[BeeInfo(id="bee-1", angle="a", outcome="reported"), BeeInfo(id="bee-2", angle="b", outcome="reported")]))
+    with JsonlWriter(paths.board) as board:
+        for record in (Note(id="n-0001", bee="bee-1", kind="finding", text=batch, score=0.9),
+                       Note(id="n-0002", bee="bee-2", kind="finding", text=cutoff, score=0.9),
+                       Relation(later="n-0002", earlier="n-0001", relation="contradicts", score=0.95),
+                       Dispute(id="d-1", notes=("n-0001", "n-0002"), at="2026-11-30T03:00:10.000Z"),
+                       Verifier(bee="verify-1", dispute="d-1", notes=("n-0001", "n-0002"))):
+            board.append(record)
+
+    assert main(["resume", str(paths.dir), "--quiet"]) == 0
+    assert f"resuming run {paths.id}: starting verify-1 again" in capsys.readouterr().err
+    info = load_info(paths.dir)
+    assert [(b.id, b.outcome) for b in info.bees] == [("bee-1", "reported"), ("bee-2", "reported"),
+                                                       ("verify-1", "reported")]
+    assert info.bees[2].angle.startswith(f'Two investigators disagree. bee-1 reported: "{batch}"')
+    records, _ = read_all(paths.board, BOARD_ADAPTER)
+    assert [(r.dispute, r.superseded) for r in records if isinstance(r, Resolution)] == [("d-1", "n-0002")]
+    assert [r.bee for r in records if isinstance(r, Verifier)] == ["verify-1"]

@@ -15,8 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from hive.board import fold
 from hive.coordinator.options import StartOptions
-from hive.coordinator.pipeline import inbox_item
+from hive.coordinator.pipeline import inbox_item, verifier_angle
 from hive.errors import StoreError, UsageError
 from hive.records import (
     BOARD_ADAPTER,
@@ -55,7 +56,20 @@ class EarlierRun:
 
     def restarted(self) -> list[str]:
         """The bees to start again: every one that did not hand in a full report."""
-        return [b.id for b in self.info.bees if b.outcome != "reported"]
+        return [b.id for b in self.info.bees if b.outcome != "reported"] + list(self.untracked_verifiers())
+
+    def untracked_verifiers(self) -> dict[str, str]:
+        """Verifier id → angle, for each verifier the board names on a still open dispute but ``run.json``
+        does not: the run stopped (a full disk fails a new file before an append, or a kill) between writing
+        the one and the other. The board is the truth: they are started too."""
+        state = fold(self.board)
+        known = {b.id for b in self.info.bees}
+        untracked: dict[str, str] = {}
+        for dispute in state.open_disputes():
+            sides = [state.notes[n] for n in dispute.notes if n in state.notes]
+            if dispute.verifier is not None and dispute.verifier not in known and len(sides) == 2:
+                untracked[dispute.verifier] = verifier_angle(*sides)
+        return untracked
 
 
 def check_resumable(paths: RunPaths) -> RunInfo:

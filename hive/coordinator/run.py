@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from hive import __version__
-from hive.board import DisputeState
+from hive.board import DisputeState, fold
 from hive.coordinator.answer import (
     BeeReport,
     compose_answer,
@@ -37,7 +37,7 @@ from hive.coordinator.pipeline import Pipeline, PipelineStats, verifier_angle
 from hive.coordinator.process import BeeProcess
 from hive.coordinator.resume import EarlierRun
 from hive.errors import RunFailed, StoreError
-from hive.gates import Gates, sequential_ids
+from hive.gates import Gates, highest_number, sequential_ids
 from hive.judge.base import Tier
 from hive.judge.engine import Judge
 from hive.judge.tiers import build_tiers
@@ -176,6 +176,13 @@ class Coordinator:
             else:
                 bee.outcome, bee.reason, bee.report = b.outcome, b.reason, earlier.reports.get(b.id, "")
             self.bees[b.id] = bee
+        # Verifiers the board names but run.json does not (see untracked_verifiers): their ids are taken, and
+        # those whose dispute is still open start (on their transcript, if they got as far as writing one).
+        verifiers = {d.verifier for d in fold(earlier.board).disputes.values() if d.verifier is not None}
+        self.verifiers = max(self.verifiers, highest_number(verifiers, "verify-"))
+        role = load_role("verifier", cwd=self.opts.repo)
+        for bee_id, angle in earlier.untracked_verifiers().items():
+            self.bees[bee_id] = BeeRun(bee_id, angle, role.name, role.model or self.opts.model, resume=True)
 
     # ------------------------------------------------------------------ view and records
 
