@@ -656,6 +656,24 @@ async def test_malformed_tool_arguments_are_returned_as_a_tool_error(tmp_path: P
     assert "Expecting ',' delimiter" in result.content
 
 
+async def test_arguments_the_transcript_cannot_encode_are_a_tool_error_not_a_crash(tmp_path: Path) -> None:
+    # Python's JSON parser reads {"offset": 100000000000000000000000}; orjson, which writes the transcript,
+    # refuses integers past 64 bits: the bee crashed on a model's silly offset.
+    huge = ModelResponse(tool_calls=(ToolCall(id="c1", name="read", arguments={"path": "a.py", "offset": 10**23}),))
+    model = ScriptedModel([huge, FIRST_REPORT])
+    bee = Bee(tmp_path, model)
+    report = await bee.run()
+
+    assert report.outcome == "reported"
+    assert bee.toolbox.calls == []
+    result = next(m for m in model.calls[1].messages if m.role == "tool")
+    assert result.content.startswith("Error: the arguments of your read call are not a valid JSON object")
+    assert "Integer exceeds 64-bit range" in result.content
+    lines = bee.transcript_path.read_bytes().splitlines()
+    call = next(e for e in map(TranscriptEntry.model_validate_json, lines) if e.event == "tool_call")
+    assert call.data is not None and call.data["raw"] == '{"path": "a.py", "offset": 100000000000000000000000}'
+
+
 async def test_a_tool_outside_the_role_is_refused_by_the_toolbox_and_the_bee_goes_on(tmp_path: Path) -> None:
     model = ScriptedModel([tool_reply(("write", {"path": "a.py", "text": "x"})), FIRST_REPORT])
     bee = Bee(tmp_path, model)

@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import itertools
+import json
 import logging
 import re
 import time
@@ -123,6 +125,20 @@ class _Ended(Exception):
 
 class _Abandoned(Exception):
     """A model call given up on because a wrap-up arrived while it was in flight."""
+
+
+def storable(call: ToolCall) -> ToolCall:
+    """``call`` as the transcript and the loop guard can write it down. Arguments they cannot encode (an integer
+    past 64 bits, which Python's JSON parser reads happily) make it a malformed call, returned to the model as a
+    tool error like invalid JSON, rather than crashing the bee."""
+    if call.error is not None:
+        return call
+    try:
+        orjson.dumps(call.arguments)
+    except TypeError as e:
+        raw = json.dumps(call.arguments, default=str)
+        return dataclasses.replace(call, arguments={}, error=f"invalid JSON arguments: {e}", raw=raw)
+    return call
 
 
 def _call_key(name: str, args: dict[str, Any]) -> str:
@@ -391,6 +407,7 @@ class BeeLoop:
             if not grace.expired():
                 raise
             raise _Ended("cut_short", f"{self._closed}; no report within the {self.brief.grace:g} s grace") from None
+        reply = dataclasses.replace(reply, tool_calls=tuple(storable(call) for call in reply.tool_calls))
         self._tokens += reply.usage.total
         model = reply.model or self._model.name
         self._transcript.write(
