@@ -674,6 +674,28 @@ async def test_arguments_the_transcript_cannot_encode_are_a_tool_error_not_a_cra
     assert call.data is not None and call.data["raw"] == '{"path": "a.py", "offset": 100000000000000000000000}'
 
 
+async def test_lone_surrogates_from_the_model_become_replacement_characters(tmp_path: Path) -> None:
+    # JSON's "\\udcff" is a lone surrogate in Python, not UTF-8: the transcript (orjson) refused it and the bee
+    # crashed. The model's text and its tool calls are made writable before anything else sees them.
+    reply = ModelResponse(
+        text="FOUND: the file \udcff.txt holds the stale cache entry, see cache.py:88 and the loader.",
+        tool_calls=(ToolCall(id="c\ud800", name="read", arguments={"path": "\udcff.txt", "tags": ["\udfff"]}),),
+    )
+    model = ScriptedModel([reply, FIRST_REPORT])
+    bee = Bee(tmp_path, model)
+    report = await bee.run()
+
+    assert report.outcome == "reported"
+    assert bee.toolbox.calls == [("read", {"path": "\ufffd.txt", "tags": ["\ufffd"]})]
+    assert [u.text for u in bee.sent(Utterance)] == [
+        "FOUND: the file \ufffd.txt holds the stale cache entry, see cache.py:88 and the loader."
+    ]
+    result = next(m for m in model.calls[1].messages if m.role == "tool")
+    assert result.tool_call_id == "c\ufffd"
+    lines = bee.transcript_path.read_bytes().splitlines()
+    assert [e.event for e in map(TranscriptEntry.model_validate_json, lines)].count("tool_result") == 1
+
+
 async def test_a_tool_outside_the_role_is_refused_by_the_toolbox_and_the_bee_goes_on(tmp_path: Path) -> None:
     model = ScriptedModel([tool_reply(("write", {"path": "a.py", "text": "x"})), FIRST_REPORT])
     bee = Bee(tmp_path, model)

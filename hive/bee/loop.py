@@ -127,18 +127,44 @@ class _Abandoned(Exception):
     """A model call given up on because a wrap-up arrived while it was in flight."""
 
 
-def storable(call: ToolCall) -> ToolCall:
-    """``call`` as the transcript and the loop guard can write it down. Arguments they cannot encode (an integer
-    past 64 bits, which Python's JSON parser reads happily) make it a malformed call, returned to the model as a
-    tool error like invalid JSON, rather than crashing the bee."""
-    if call.error is not None:
-        return call
-    try:
-        orjson.dumps(call.arguments)
-    except TypeError as e:
-        raw = json.dumps(call.arguments, default=str)
-        return dataclasses.replace(call, arguments={}, error=f"invalid JSON arguments: {e}", raw=raw)
-    return call
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _valid_text(value: Any) -> Any:
+    """``value`` with every lone surrogate (``"\\udcff"`` in a model's JSON) in its strings replaced by U+FFFD:
+    such strings are not UTF-8, so no record could hold them."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_valid_text(key): _valid_text(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_valid_text(item) for item in value]
+    return value
+
+
+def storable(reply: ModelResponse) -> ModelResponse:
+    """``reply`` as the transcript, the loop guard and the coordinator can write it down, or a crash later.
+
+    Lone surrogates in its text or its tool calls become U+FFFD. Arguments that still cannot be encoded (an
+    integer past 64 bits, which Python's JSON parser reads happily) make a call malformed, returned to the model
+    as a tool error like invalid JSON.
+    """
+
+    def call(wire: ToolCall) -> ToolCall:
+        clean = dataclasses.replace(
+            wire, id=_valid_text(wire.id), name=_valid_text(wire.name), arguments=_valid_text(wire.arguments),
+            raw=_valid_text(wire.raw),
+        )
+        if clean.error is not None:
+            return clean
+        try:
+            orjson.dumps(clean.arguments)
+        except TypeError as e:
+            raw = json.dumps(clean.arguments, default=str)
+            return dataclasses.replace(clean, arguments={}, error=f"invalid JSON arguments: {e}", raw=raw)
+        return clean
+
+    return dataclasses.replace(reply, text=_valid_text(reply.text), tool_calls=tuple(map(call, reply.tool_calls)))
 
 
 def _call_key(name: str, args: dict[str, Any]) -> str:
@@ -407,7 +433,7 @@ class BeeLoop:
             if not grace.expired():
                 raise
             raise _Ended("cut_short", f"{self._closed}; no report within the {self.brief.grace:g} s grace") from None
-        reply = dataclasses.replace(reply, tool_calls=tuple(storable(call) for call in reply.tool_calls))
+        reply = storable(reply)
         self._tokens += reply.usage.total
         model = reply.model or self._model.name
         self._transcript.write(
