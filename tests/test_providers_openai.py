@@ -246,6 +246,18 @@ async def test_content_given_as_a_list_of_parts_is_the_text(api: LocalHTTPServer
     assert reply.text == "FOUND: the batch is never flushed."
 
 
+async def test_lone_surrogates_in_a_reply_become_replacement_characters(api: LocalHTTPServer) -> None:
+    # Python's JSON parser keeps "\\udcff" as a lone surrogate, which no UTF-8 file can hold: the coordinator's
+    # answer.md, a transcript, a judge's ledger. Every reply is made valid text where it is parsed.
+    calls = [wire_call("c1", "grep", '{"pattern": "\\ud800"}')]
+    api.reply(json.dumps(completion("The answer is in \udcff.txt", tool_calls=calls)))
+    model = openai_model(api)
+    reply = await model.request([Message("user", "go")], tools=[GREP])
+    await model.aclose()
+    assert reply.text == "The answer is in \ufffd.txt"
+    assert reply.tool_calls[0].arguments == {"pattern": "\ufffd"}
+
+
 async def test_top_logprobs_are_asked_for_and_parsed(api: LocalHTTPServer) -> None:
     logprobs = {
         "content": [

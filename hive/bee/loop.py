@@ -44,7 +44,7 @@ from hive.bee.inbox import Drained, Inbox
 from hive.bee.resume import Resumed
 from hive.bee.transcript import Transcript, truncate
 from hive.errors import HiveError
-from hive.providers.base import Message, Model, ModelResponse, ModelSettings, ToolCall, ToolSpec
+from hive.providers.base import Message, Model, ModelResponse, ModelSettings, ToolCall, ToolSpec, valid_text
 from hive.records import (
     Activity,
     BeeBrief,
@@ -127,21 +127,6 @@ class _Abandoned(Exception):
     """A model call given up on because a wrap-up arrived while it was in flight."""
 
 
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _valid_text(value: Any) -> Any:
-    """``value`` with every lone surrogate (``"\\udcff"`` in a model's JSON) in its strings replaced by U+FFFD:
-    such strings are not UTF-8, so no record could hold them."""
-    if isinstance(value, str):
-        return _LONE_SURROGATE.sub("\ufffd", value)
-    if isinstance(value, dict):
-        return {_valid_text(key): _valid_text(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_valid_text(item) for item in value]
-    return value
-
-
 def storable(reply: ModelResponse) -> ModelResponse:
     """``reply`` as the transcript, the loop guard and the coordinator can write it down, or a crash later.
 
@@ -152,8 +137,8 @@ def storable(reply: ModelResponse) -> ModelResponse:
 
     def call(wire: ToolCall) -> ToolCall:
         clean = dataclasses.replace(
-            wire, id=_valid_text(wire.id), name=_valid_text(wire.name), arguments=_valid_text(wire.arguments),
-            raw=_valid_text(wire.raw),
+            wire, id=valid_text(wire.id), name=valid_text(wire.name), arguments=valid_text(wire.arguments),
+            raw=valid_text(wire.raw),
         )
         if clean.error is not None:
             return clean
@@ -164,7 +149,7 @@ def storable(reply: ModelResponse) -> ModelResponse:
             return dataclasses.replace(clean, arguments={}, error=f"invalid JSON arguments: {e}", raw=raw)
         return clean
 
-    return dataclasses.replace(reply, text=_valid_text(reply.text), tool_calls=tuple(map(call, reply.tool_calls)))
+    return dataclasses.replace(reply, text=valid_text(reply.text), tool_calls=tuple(map(call, reply.tool_calls)))
 
 
 def _call_key(name: str, args: dict[str, Any]) -> str:

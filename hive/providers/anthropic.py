@@ -21,6 +21,7 @@ from hive.providers.base import (
     ToolSpec,
     token_count,
     tool_call_id,
+    valid_text,
 )
 from hive.providers.prices import cost_usd
 from hive.providers.retry import RetryPolicy, scrub, send_with_retry
@@ -195,7 +196,7 @@ class AnthropicModel:
             secrets=secrets,
         )
         try:
-            return parse_response(response.json(), model=self.model)
+            return parse_response(valid_text(response.json()), model=self.model)
         except (ValueError, TypeError) as exc:
             raise ProviderError(
                 scrub(f"{self.name}: unexpected response: {exc}", secrets),

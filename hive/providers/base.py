@@ -7,6 +7,7 @@ goes through :class:`Model`. Real providers speak HTTP with httpx; test doubles 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -82,6 +83,22 @@ class ModelResponse:
     model: str = ""
     top_logprobs: tuple[dict[str, float], ...] | None = None
     """Per output token, the most likely tokens and their log probabilities, when asked for and given."""
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def valid_text(value: Any) -> Any:
+    """``value`` with every lone surrogate in its strings (JSON's ``"\\udcff"``, which Python's parser keeps)
+    replaced by U+FFFD: such a string is not UTF-8, so no file or record could hold it. Lists, tuples (as
+    lists) and dicts are cleaned throughout; anything else is returned as it is."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {valid_text(key): valid_text(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [valid_text(item) for item in value]
+    return value
 
 
 MAX_TOKEN_COUNT = 1 << 40

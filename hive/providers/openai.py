@@ -19,6 +19,7 @@ from hive.providers.base import (
     ToolSpec,
     token_count,
     tool_call_id,
+    valid_text,
 )
 from hive.providers.prices import cost_usd
 from hive.providers.retry import RetryPolicy, scrub, send_with_retry
@@ -112,7 +113,7 @@ def parse_tool_call(index: int, wire: Any) -> ToolCall:
     if not isinstance(raw, str):
         raw = json.dumps(raw)
     try:
-        arguments = json.loads(raw)
+        arguments = valid_text(json.loads(raw))
     except ValueError as exc:
         return ToolCall(id=call_id, name=name, arguments={}, error=f"invalid JSON arguments: {exc}", raw=raw)
     if not isinstance(arguments, dict):
@@ -248,7 +249,7 @@ class OpenAIChatModel:
             secrets=(self._api_key,) if self._api_key else (),
         )
         try:
-            return parse_response(response.json(), provider=self.provider, model=self.model)
+            return parse_response(valid_text(response.json()), provider=self.provider, model=self.model)
         except (ValueError, TypeError) as exc:  # json.JSONDecodeError is a ValueError too
             secrets = (self._api_key,) if self._api_key else ()
             raise ProviderError(
