@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
+import os
 import shutil
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from hive.errors import UsageError
@@ -103,6 +105,18 @@ async def test_a_failing_tool_becomes_an_error_result(repo: Path) -> None:
     result = await Toolbox(repo, ["read"]).call("read", {"path": "x" * 5000})
     assert not result.ok
     assert result.text.startswith("read")
+
+
+async def test_a_file_name_that_is_not_utf8_never_reaches_a_result_as_a_lone_surrogate(repo: Path) -> None:
+    # Python gives such a name as a str with lone surrogates, which no record can hold: reached through a link, it
+    # crashed the bee at its transcript.
+    os.close(os.open(bytes(repo) + b"/\xff.txt", os.O_CREAT | os.O_WRONLY))
+    (repo / "link.txt").symlink_to(os.fsdecode(b"\xff.txt"))
+    toolbox = Toolbox(repo, ["read", "ls"])
+    for name in ("read", "ls"):
+        result = await toolbox.call(name, {"path": "link.txt"})
+        assert "\ufffd.txt" in result.text and "\ufffd.txt" in result.activity
+        orjson.dumps([result.text, result.activity])  # raised "surrogates not allowed" before
 
 
 def test_unknown_tool_in_the_allowed_list_is_a_usage_error(repo: Path) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from hive.errors import UsageError
-from hive.providers.base import ToolSpec
+from hive.providers.base import ToolSpec, valid_text
 from hive.tools.base import Tool, ToolResult
 from hive.tools.bash import BashTool
 from hive.tools.browse import BrowseTool
@@ -104,13 +104,14 @@ class Toolbox:
                 activity=f"{preview(str(name))}: refused (not in this role's tools)",
             )
         try:
-            return await tool.run(args)
+            result = await tool.run(args)
         except asyncio.CancelledError:
             raise
         except Exception as e:  # a bug in a tool must not crash the bee; the model sees what went wrong
-            return ToolResult(
-                text=f"{name} failed: {type(e).__name__}: {e}", ok=False, activity=f"{name}: failed"
-            )
+            result = ToolResult(text=f"{name} failed: {type(e).__name__}: {e}", ok=False, activity=f"{name}: failed")
+        # A file name that is not UTF-8 (reached through a symlink, say) is a str with lone surrogates in Python;
+        # no record could hold it.
+        return ToolResult(text=valid_text(result.text), ok=result.ok, activity=valid_text(result.activity))
 
     async def aclose(self) -> None:
         """Refuse further calls, kill running commands, close the HTTP client."""
