@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
 import signal
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +17,9 @@ from typing import Any
 
 import pytest
 
+from hive.coordinator import Coordinator
+from hive.coordinator.options import StartOptions
+from hive.judge.tiers.script import ScriptTier
 from hive.records import Delivery, Dispute, Relation, Resolution, Verifier
 from tests.hive_runs import (
     board,
@@ -609,3 +614,24 @@ def test_bad_input_is_one_line_and_writes_nothing(hive: Hive) -> None:
         lines = done.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("hive: error:"), (args[:4], done.stderr)
     assert not hive.runs.exists()
+
+
+class LoadingTier(ScriptTier):
+    """A script tier with a model to load, as the local tier has, that says whether anyone loaded it."""
+
+    def __init__(self) -> None:
+        super().__init__([], id="loading")
+        self.loaded = threading.Event()
+
+    def load(self) -> None:
+        self.loaded.set()
+
+
+def test_the_judge_s_model_loads_while_the_bees_start_not_at_the_first_decision(tmp_path: Path) -> None:
+    script = write_script(tmp_path, {"bee-1": [report()], "bee-2": [report()]})  # no utterance: no decision at all
+    opts = StartOptions(problem="Why does the export drop rows?", repo=make_repo(tmp_path), model=f"script:{script}",
+                        bees=2, angles=("a", "b"), runs_dir=tmp_path / "runs", grace=5.0)
+    tier = LoadingTier()
+    result = asyncio.run(Coordinator(opts, tiers=[tier]).run())
+    assert result.info.status == "finished"
+    assert tier.loaded.is_set()

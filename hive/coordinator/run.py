@@ -269,6 +269,8 @@ class Coordinator:
                         bee.unread += pipeline.catch_up(bee.id, self.earlier.board)
             async with asyncio.TaskGroup() as tg:
                 self._tasks = tg
+                # The local model loads while the bees start, so that the first decision does not wait for it.
+                tg.create_task(judge.load())
                 for bee in list(self.bees.values()):
                     if bee.outcome is None:
                         tg.create_task(self._bee_task(bee))
