@@ -104,6 +104,20 @@ def test_the_cli_import_path_loads_no_heavy_module(code: str) -> None:
     assert done.stderr.strip().splitlines()[-1] == "[] False"
 
 
+@pytest.mark.parametrize("args", [["schema", "--json"], ["show", "latest"], ["ls", "--json"]])
+def test_a_reader_that_went_away_ends_any_command_quietly_with_0(runs_dir: Path, args: list[str]) -> None:
+    """`hive show | head -1`: the reader had what it wanted; click alone would exit 1, a failed run's code."""
+    make_run(runs_dir, "20261130-030000-aaaa", board=BOARD, answer="The answer.\n" * 100)
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # gone before the command writes a byte
+    try:
+        done = subprocess.run([sys.executable, "-m", "hive", *args], env={**os.environ, "HIVE_RUNS_DIR": str(runs_dir)},
+                              stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=60)
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stderr) == (0, "")
+
+
 # --------------------------------------------------------------------------- ls
 
 

@@ -85,6 +85,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         result = command.main(args=args, prog_name="hive", standalone_mode=False)
+    except SystemExit as e:
+        # A reader that went away (`hive show | head -1`) had what it wanted; click would exit 1, the code of a
+        # failed run.
+        if isinstance(e.__context__, BrokenPipeError):
+            return _reader_gone()
+        raise
     except typer.Exit as e:
         return int(e.exit_code or 0)
     except typer.Abort:
@@ -102,8 +108,15 @@ def main(argv: list[str] | None = None) -> int:
         print("hive: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
-        return 0
+        return _reader_gone()
     return result if isinstance(result, int) else 0
+
+
+def _reader_gone() -> int:
+    from hive.observe.stdout import discard_stdout  # not on `hive --help`'s path
+
+    discard_stdout()
+    return 0
 
 
 def run() -> None:

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -22,19 +20,6 @@ from hive.kinds import NOTE_KINDS
 from hive.runs import RunPaths, list_run_dirs, resolve_run, runs_dir_from
 
 RunArgument = typer.Argument("latest", help="Run id, unique prefix, path, or 'latest'.")
-
-
-@contextmanager
-def _until_the_reader_goes() -> Iterator[None]:
-    """``hive tail --json | head -1``: a reader that stops reading has had what it wanted, so the command ends
-    quietly and successfully (click would exit 1, the code of a failed run)."""
-    try:
-        yield
-    except BrokenPipeError:
-        from hive.observe.stdout import discard_stdout
-
-        discard_stdout()
-        raise typer.Exit(0) from None
 
 
 @app.command("tail")
@@ -68,8 +53,7 @@ def tail_command(
             paths = tail_target(where, run)
         await tail_run(paths, printer, sys.stdout, follow=follow, gates=gates)
 
-    with _until_the_reader_goes():
-        asyncio.run(tail())
+    asyncio.run(tail())
 
 
 @app.command("audit")
@@ -103,11 +87,10 @@ def audit_command(
         print(f"hive: wrote {len(template)} decisions to label to {export_labels}", file=sys.stderr)
     shown = report.near_threshold[: DEFAULT_NEAR if near is None else near]
     report = report.model_copy(update={"near_threshold": shown})
-    with _until_the_reader_goes():
-        if as_json:
-            print_json(report.model_dump(mode="json"))
-        else:
-            typer.echo("\n".join(format_audit(report)))
+    if as_json:
+        print_json(report.model_dump(mode="json"))
+    else:
+        typer.echo("\n".join(format_audit(report)))
 
 
 def _refuse_run_records(path: Path, paths: RunPaths) -> None:
