@@ -205,7 +205,7 @@ def resolve_run(runs_dir: Path, ref: str | None) -> RunPaths:
         raise RunNotFound(f"{ref} is not a run directory (no run.json)")
     runs = list_run_dirs(runs_dir)
     if not runs:
-        raise RunNotFound(f"no runs in {str(runs_dir)!r}")
+        raise RunNotFound(_not_a_run(ref) or f"no runs in {str(runs_dir)!r}")
     if ref == "latest":
         started = {run: key for run in runs if (key := _started_key(run)) is not None}
         return max(started, key=lambda r: started[r]) if started else runs[-1]
@@ -214,13 +214,18 @@ def resolve_run(runs_dir: Path, ref: str | None) -> RunPaths:
         return exact[0]
     matches = [r for r in runs if r.id.startswith(ref)]
     if not matches:
-        raise RunNotFound(f"no run matches {ref!r} in {str(runs_dir)!r}")
+        raise RunNotFound(_not_a_run(ref) or f"no run matches {ref!r} in {str(runs_dir)!r}")
     readable = [r for r in matches if _started_key(r) is not None] if len(matches) > 1 else matches
     candidates = readable or matches
     if len(candidates) > 1:
         shown = ", ".join(r.id for r in candidates[:4])
         raise RunNotFound(f"run {ref!r} is ambiguous: {len(candidates)} runs match ({shown})")
     return candidates[0]
+
+
+def _not_a_run(ref: str) -> str | None:
+    """Why ``ref``, matching no run id, is not a run either, if it names a directory: it was meant as one."""
+    return f"{ref} is not a run directory (no run.json)" if ref != "latest" and Path(ref).is_dir() else None
 
 
 def _started_key(run: RunPaths) -> str | None:

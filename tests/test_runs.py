@@ -332,3 +332,15 @@ def test_a_run_named_by_dot_from_inside_it_keeps_its_id(tmp_path: Path, monkeypa
     monkeypatch.chdir(paths.dir)
     for ref in (".", "./", "../20261130-030405-a1b2", "bees/.."):
         assert resolve_run(tmp_path / "elsewhere", ref).id == "20261130-030405-a1b2", ref
+
+
+def test_a_directory_named_by_a_bare_name_that_is_no_run_says_so(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "r2").mkdir()
+    with pytest.raises(RunNotFound, match=r"^r2 is not a run directory \(no run.json\)$"):
+        resolve_run(tmp_path / "runs", "r2")
+    with pytest.raises(RunNotFound, match="no runs in"):
+        resolve_run(tmp_path / "runs", "latest")
+    with pytest.raises(RunNotFound, match="no runs in"):
+        resolve_run(tmp_path / "runs", "r3")
