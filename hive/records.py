@@ -327,7 +327,7 @@ class TranscriptEntry(Record):
     """One line of a bee's transcript: a message to or from its model, or a tool call and result."""
 
     at: IsoTime = Field(default_factory=now_iso)
-    event: Literal["message", "reply", "tool_call", "tool_result", "notes", "usage", "error", "report"]
+    event: Literal["message", "reply", "tool_call", "tool_result", "notes", "usage", "error", "report", "utterance"]
     role: str | None = None
     content: str | None = None
     tool: str | None = None

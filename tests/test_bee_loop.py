@@ -800,6 +800,7 @@ async def test_the_transcript_holds_everything_the_bee_saw_and_no_secret(
         "message",  # kickoff
         "reply",
         "usage",
+        "utterance",  # written down before it is sent, for `hive resume`
         "tool_call",
         "tool_result",
         "notes",
@@ -809,7 +810,9 @@ async def test_the_transcript_holds_everything_the_bee_saw_and_no_secret(
         "report",
     ]
     assert entries[0].role == "system" and entries[0].content.startswith("You investigate.")
-    assert entries[4].tool == "read" and entries[4].args == {"path": ".env"}
-    assert entries[5].content == "OPENAI_API_KEY=[redacted]\nDEBUG=1"
-    assert entries[7].content is not None and entries[7].content.startswith("Notes from the other investigators.")
+    assert (entries[4].content, entries[4].data) == ("The .env file holds the key [redacted]; I will not use it.",
+                                                     {"seq": 1})
+    assert entries[5].tool == "read" and entries[5].args == {"path": ".env"}
+    assert entries[6].content == "OPENAI_API_KEY=[redacted]\nDEBUG=1"
+    assert entries[8].content is not None and entries[8].content.startswith("Notes from the other investigators.")
     assert entries[-1].data == {"outcome": "reported", "reason": None}

@@ -21,6 +21,7 @@ from hive.coordinator import Coordinator
 from hive.coordinator.options import StartOptions
 from hive.judge.tiers.script import ScriptTier
 from hive.records import Delivery, Dispute, Relation, Resolution, Verifier
+from hive.testing import LocalHTTPServer
 from tests.hive_runs import (
     board,
     gates,
@@ -462,7 +463,8 @@ def test_a_killed_run_resumes_where_it_stopped(hive: Hive) -> None:
     assert [(b.model_extra or {}).get("utterances") for b in info.bees] == [3, 1]  # both runs counted
     # bee-1 picked its conversation up after its first reply; bee-2 had reported and was not started again.
     bee1 = transcript_text(run_dir, "bee-1")
-    assert bee1.count("drops the final partial batch") == 1 and "has now been resumed" in bee1
+    replies = [e.content or "" for e in transcript_entries(run_dir, "bee-1") if e.event == "reply"]
+    assert sum("drops the final partial batch" in r for r in replies) == 1 and "has now been resumed" in bee1
     assert transcript_text(run_dir, "bee-2").count('"event":"report"') == 1
     assert [(n.id, n.bee) for n in notes(run_dir)] == [("n-0001", "bee-1"), ("n-0002", "bee-2"), ("n-0003", "bee-1")]
     # bee-2's note reached bee-1's model exactly once: read before the stop, or handed over again after it.
@@ -635,3 +637,46 @@ def test_the_judge_s_model_loads_while_the_bees_start_not_at_the_first_decision(
     result = asyncio.run(Coordinator(opts, tiers=[tier]).run())
     assert result.info.status == "finished"
     assert tier.loaded.is_set()
+
+
+def test_an_utterance_the_stop_left_unjudged_is_judged_by_resume(hive: Hive) -> None:
+    found = "FOUND: app/export.py:5 drops the final partial batch of every export run."
+    script = write_script(hive.root, {
+        "bee-1": [turn(found, ls()), turn("Reading the writer module next, for a while.", ls(), 4.0), report()],
+        "bee-2": [turn("Reading the configuration module for a while first.", ls(), 4.0), report()],
+    })
+    publish = {"answers": {"news": {"p": 0.95},
+                           "kind": {"probs": {"finding": 0.9, "dead_end": 0.025, "decision": 0.025, "blocker": 0.025,
+                                              "other": 0.025}}}}
+    with LocalHTTPServer() as judge:
+        judge.reply(publish, delay=60)  # the first decision hangs: the coordinator dies waiting for it
+        judge.reply(publish)  # and resume's answers come at once: publish it, deliver it to bee-2 (not started
+        judge.reply({"answers": {"useful": {"p": 0.95}}})  # yet); later questions get a 500 and fail open
+        proc = hive.start(script, judge.url, "--angle", "a", "--angle", "b")
+        try:
+            wait_for(lambda: judge.requests)
+            run_dir = only_run(hive.runs)
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=10)
+        finally:
+            proc.kill()
+        wait_for(lambda: not bee_pids(str(hive.runs)), timeout=10)
+        said = [e for e in transcript_entries(run_dir, "bee-1") if e.event == "utterance"]
+        assert [(e.content, e.data) for e in said] == [(found, {"seq": 1})]
+        assert not [r for r in gates(run_dir) if r.gate == "publish"]  # the stop left it unjudged
+
+        resumed = run_hive(["resume", "--runs-dir", str(hive.runs)], cwd=hive.root)
+
+    assert resumed.returncode == 0, resumed.stderr
+    assert "judging 1 utterance the stop left unjudged" in resumed.stdout + resumed.stderr, resumed.stdout
+    assert_one_publish_decision_per_utterance(run_dir)
+    said_all = [f"{bee}#{(e.data or {})['seq']}" for bee in ("bee-1", "bee-2")
+                for e in transcript_entries(run_dir, bee) if e.event == "utterance"]
+    assert sorted(r.utterance or "" for r in gates(run_dir) if r.gate == "publish") == sorted(said_all)
+    first = next(r for r in gates(run_dir) if r.gate == "publish")
+    assert (first.utterance, first.outcome, first.source) == ("bee-1#1", "publish", "judge")
+    assert [(n.id, n.bee, n.text) for n in notes(run_dir)] == [("n-0001", "bee-1", found)]
+    # Delivered before bee-2 started again, so in its first inbox: its model read it.
+    assert [(r.note, r.to) for r in board(run_dir) if isinstance(r, Delivery)] == [("n-0001", "bee-2")]
+    read = [e for e in transcript_entries(run_dir, "bee-2") if e.event == "notes"]
+    assert [n for e in read for n in (e.data or {}).get("delivered", [])] == ["n-0001"]

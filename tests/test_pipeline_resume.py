@@ -6,7 +6,7 @@ from pathlib import Path
 
 from hive.board import fold
 from hive.coordinator.pipeline import Pipeline, missed_notices
-from hive.coordinator.resume import unread_items
+from hive.coordinator.resume import unjudged_utterances, unread_items
 from hive.gates import Gates, sequential_ids
 from hive.judge.engine import Judge
 from hive.judge.tiers.script import ScriptRule, ScriptTier
@@ -171,3 +171,16 @@ async def test_a_restarted_bee_catches_up_with_records_as_if_it_had_been_live(tm
     assert rows[2].reason == "n-0005 contradicts n-0002 (missed while bee-1 was stopped)"
     # Caught up once: a second look owes nothing.
     assert missed_notices("bee-1", [*stopped_bee_board(), *written], pipeline.state) == []
+
+
+def test_utterances_the_ledger_has_no_publish_row_for_are_left_to_judge() -> None:
+    entries = [
+        TranscriptEntry(event="reply", role="assistant", content="FOUND: a. FOUND: b."),
+        TranscriptEntry(event="utterance", content="FOUND: a.", data={"seq": 1}),
+        TranscriptEntry(event="utterance", content="FOUND: b.", data={"seq": 2}),
+        TranscriptEntry(event="utterance", content="Now the writer.", data={"seq": 3}),
+        TranscriptEntry(event="utterance", content="no number", data={}),  # not one the bee wrote: skipped
+    ]
+    left = unjudged_utterances("bee-1", entries, judged={"bee-1#1", "bee-2#2"})
+    assert [(u.uid, u.text) for u in left] == [("bee-1#2", "FOUND: b."), ("bee-1#3", "Now the writer.")]
+    assert unjudged_utterances("bee-1", entries, judged={"bee-1#1", "bee-1#2", "bee-1#3"}) == []

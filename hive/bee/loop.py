@@ -475,6 +475,9 @@ class BeeLoop:
             self._seq += 1
             self._said.append(piece)
             self._silent_calls = 0
+            # Written before it is sent: a coordinator stopped before it judged the utterance finds it here, and
+            # `hive resume` judges it then.
+            self._transcript.write("utterance", content=piece, data={"seq": self._seq})
             self._send(Utterance(bee=self.brief.bee, seq=self._seq, text=piece))
 
     def _add_message(self, message: Message) -> None:

@@ -151,6 +151,11 @@ class Pipeline:
             items.append(inbox_item(delivery, self.state.notes))
         return items
 
+    async def judge_now(self, utterance: Utterance) -> None:
+        """Handle an utterance at once, outside its bee's worker: one a stopped run left unjudged."""
+        self.stats.utterances += 1
+        await self.handle(utterance)
+
     def submit(self, utterance: Utterance) -> None:
         """Queue an utterance for its bee's worker. Never blocks the caller."""
         self._arrived[utterance.uid] = time.perf_counter()

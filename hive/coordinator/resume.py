@@ -11,7 +11,7 @@ its conversation (:mod:`hive.bee.resume`).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +28,7 @@ from hive.records import (
     Note,
     RunInfo,
     TranscriptEntry,
+    Utterance,
 )
 from hive.runs import RunPaths, effective_status, load_run_info
 from hive.store import read_all
@@ -51,6 +52,9 @@ class EarlierRun:
     unread: dict[str, list[InboxItem]]
     """By bee id: what was delivered to the bee but never reached its model (it was waiting in the bee's inbox
     when the run stopped). It is handed over again when the bee starts."""
+    unjudged: dict[str, list[Utterance]]
+    """By bee id: utterances the bee sent that the ledger has no publish decision for (the run stopped before
+    the pipeline judged them). They are judged before the bees start again."""
     warnings: list[str]
     """Corrupt lines skipped while reading (a torn last line is normal after a kill and is not one)."""
 
@@ -97,8 +101,10 @@ def _load_earlier(paths: RunPaths, info: RunInfo) -> EarlierRun:
     board, warnings = read_all(paths.board, BOARD_ADAPTER)
     decisions, gate_warnings = read_all(paths.gate, GateDecision)
     answered = next((d.note for d in decisions if d.gate == "answer" and d.outcome == "answered"), None)
+    judged = {d.utterance for d in decisions if d.gate == "publish" and d.utterance}
     reports: dict[str, str] = {}
     unread: dict[str, list[InboxItem]] = {}
+    unjudged: dict[str, list[Utterance]] = {}
     for bee in info.bees:
         entries, bee_warnings = read_all(paths.transcript(bee.id), TranscriptEntry)
         warnings += bee_warnings
@@ -106,9 +112,21 @@ def _load_earlier(paths: RunPaths, info: RunInfo) -> EarlierRun:
         if texts:
             reports[bee.id] = texts[-1]
         unread[bee.id] = unread_items(bee.id, board, entries)
+        unjudged[bee.id] = unjudged_utterances(bee.id, entries, judged)
     utterances = Counter(d.bee for d in decisions if d.gate == "publish" and d.bee)
     return EarlierRun(paths, info, board, [d.id for d in decisions], answered, reports, dict(utterances), unread,
-                      warnings + gate_warnings)
+                      unjudged, warnings + gate_warnings)
+
+
+def unjudged_utterances(bee: str, entries: Sequence[TranscriptEntry], judged: Collection[str]) -> list[Utterance]:
+    """The utterances ``bee``'s transcript says it sent (each is written down before it is sent) whose id
+    ``judged`` (the publish rows' utterance ids) lacks, in the order they were said."""
+    said = []
+    for entry in entries:
+        seq = (entry.data or {}).get("seq")
+        if entry.event == "utterance" and entry.content and isinstance(seq, int) and seq > 0:
+            said.append(Utterance(bee=bee, seq=seq, text=entry.content))
+    return [u for u in said if u.uid not in judged]
 
 
 def unread_items(bee: str, board: Sequence[BoardRecord], entries: Sequence[TranscriptEntry]) -> list[InboxItem]:

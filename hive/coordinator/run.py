@@ -64,6 +64,7 @@ from hive.roles import load_role
 from hive.runs import RunPaths, new_run_id
 from hive.secrets import Scrubber, secret_values
 from hive.store import JsonlWriter, write_json_atomic, write_text_atomic
+from hive.wording import plural
 
 T = TypeVar("T")
 
@@ -267,6 +268,7 @@ class Coordinator:
                 for bee in self.bees.values():
                     if bee.resume:
                         bee.unread += pipeline.catch_up(bee.id, self.earlier.board)
+                await self._judge_unjudged(pipeline, self.earlier)
             async with asyncio.TaskGroup() as tg:
                 self._tasks = tg
                 # The local model loads while the bees start, so that the first decision does not wait for it.
@@ -443,10 +445,21 @@ class Coordinator:
             self.view.bee_finished(bee.id, outcome, reason)
         self._save()
 
+    async def _judge_unjudged(self, pipeline: Pipeline, earlier: EarlierRun) -> None:
+        """Judge, in each bee's order, the utterances the stop left without a publish decision (the bees
+        start once this is done, so what it delivers is in their first inbox)."""
+        left = [u for bee in self.bees.values() for u in earlier.unjudged.get(bee.id, [])]
+        if left:
+            self._say(f"judging {plural(len(left), 'utterance')} the stop left unjudged")
+        for utterance in left:
+            await pipeline.judge_now(utterance)
+
     async def _send(self, bee: str, items: list[InboxItem]) -> None:
-        proc = self.bees[bee].proc
-        if proc is not None:
-            await proc.send(Notes(items=items))
+        run = self.bees[bee]
+        if run.proc is not None:
+            await run.proc.send(Notes(items=items))
+        elif run.outcome is None:
+            run.unread += items  # not started yet: its first inbox, sent once it runs
 
     async def _wrap_up(self, bee: BeeRun, reason: str) -> None:
         if bee.proc is None or bee.outcome is not None or bee.wrap_sent is not None:
