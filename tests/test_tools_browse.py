@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import socket
 import threading
+import time
 from collections.abc import AsyncIterator, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -289,3 +291,59 @@ async def test_a_url_that_cannot_be_parsed_is_refused_in_one_line(browse: Browse
     assert not result.ok
     assert result.text == "browse: refused: http://[::1/x is not a valid URL (Invalid IPv6 URL)"
     assert result.activity == "fetch http://[::1/x: refused (invalid URL)"
+
+
+@pytest.fixture
+def trickler(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A server that sends its headers, then one byte every 50 ms for ever: no single read ever times out.
+    At /silent it sends nothing at all."""
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.05)  # closing a socket does not wake an accept() blocked in another thread
+    stop = threading.Event()
+
+    def serve(conn: socket.socket) -> None:
+        with conn:
+            request = conn.recv(65536)
+            if b"/silent" in request.split(b"\r\n", 1)[0]:
+                stop.wait()
+                return
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nstart ")
+            while not stop.is_set():
+                try:
+                    conn.sendall(b"x")
+                except OSError:
+                    return
+                time.sleep(0.05)
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            conn.settimeout(None)
+            threading.Thread(target=serve, args=(conn,), daemon=True).start()
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    stop.set()
+    thread.join()
+    listener.close()
+
+
+async def test_a_server_that_trickles_for_ever_is_cut_off_with_what_it_sent(trickler: str) -> None:
+    tool = BrowseTool(seconds=5, total_seconds=1)
+    try:
+        trickled = await tool.run({"url": f"{trickler}/page"})
+        silent = await tool.run({"url": f"{trickler}/silent"})
+    finally:
+        await tool.aclose()
+    assert trickled.ok and "start x" in trickled.text
+    assert "[download stopped after 1 s at " in trickled.text
+    assert trickled.text.endswith("[end of untrusted web content]")
+    assert not silent.ok and silent.text == f"browse: could not fetch {trickler}/silent: no answer within 1 s"

@@ -33,6 +33,9 @@ if TYPE_CHECKING:
 MAX_DOWNLOAD = 2_000_000
 """Bytes downloaded at most per page; the rest is never read."""
 FETCH_SECONDS = 20.0
+"""httpx's limit on each step (connect, each read): a silent server fails after this long."""
+FETCH_TOTAL_SECONDS = 60.0
+"""The limit on a whole fetch: a server that trickles a byte now and then never trips a per-read limit."""
 USER_AGENT = "hive-investigator/0.1 (read-only)"
 
 # Elements whose text is not page content (the title is shown once, apart).
@@ -319,11 +322,12 @@ class BrowseTool:
 
     def __init__(
         self, *, cap: int = OUTPUT_CAP, max_download: int = MAX_DOWNLOAD, seconds: float = FETCH_SECONDS,
-        resolve: Resolve = system_resolve,
+        total_seconds: float = FETCH_TOTAL_SECONDS, resolve: Resolve = system_resolve,
     ) -> None:
         self.cap = cap
         self.max_download = max_download
         self.seconds = seconds
+        self.total_seconds = total_seconds
         self._resolve = resolve
         self._client: httpx.AsyncClient | None = None
 
@@ -363,18 +367,27 @@ class BrowseTool:
 
         body = bytearray()
         complete = True
+        timed_out = False
+        status: int | None = None
         try:
-            async with self._http().stream("GET", url) as response:
+            async with asyncio.timeout(self.total_seconds), self._http().stream("GET", url) as response:
+                status = response.status_code
+                final_url = str(response.url)
+                content_type = response.headers.get("content-type", "")
+                charset = response.charset_encoding
                 async for chunk in response.aiter_bytes():
                     body += chunk
                     if len(body) > self.max_download:
                         complete = False
                         del body[self.max_download :]
                         break
-                status = response.status_code
-                final_url = str(response.url)
-                content_type = response.headers.get("content-type", "")
-                charset = response.charset_encoding
+        except TimeoutError:
+            if status is None:
+                raise ToolError(
+                    f"browse: could not fetch {url}: no answer within {self.total_seconds:g} s",
+                    activity=f"fetched {preview(url)}: failed",
+                ) from None
+            complete, timed_out = False, True
         except httpx.HTTPError as e:
             reason = str(e) or type(e).__name__
             raise ToolError(
@@ -392,7 +405,9 @@ class BrowseTool:
                 activity=activity,
             )
         shown = cap_output(defang_markers(text).encode(), self.cap)
-        if not complete:
+        if timed_out:
+            shown += f"\n[download stopped after {self.total_seconds:g} s at {len(body)} bytes; the page is longer]"
+        elif not complete:
             shown += f"\n[download stopped at {self.max_download} bytes; the page is longer]"
         return ToolResult(
             text=f"{header}\n\n{shown}\n[end of untrusted web content]", ok=status < 400, activity=activity
