@@ -583,10 +583,11 @@ def test_sandbox_env_is_built_from_nothing(monkeypatch: pytest.MonkeyPatch) -> N
 
 async def test_background_processes_do_not_outlive_the_call(bash: BashTool) -> None:
     first, second = _marker(), _marker()
-    # The marker rides in the inner shell's argv ($0), so the host can find the process by it.
+    # The marker rides in the inner shell's argv ($0), so the host can find the process by it; `; :` keeps that
+    # shell alive (bash execs a lone command, and the marker would go with it).
     command = (
-        f"bash -c 'sleep 300' {first} & setsid nohup bash -c 'sleep 300' {second} >/dev/null 2>&1 & "
-        "sleep 0.2; echo started"
+        f"bash -c 'sleep 300; :' {first} & setsid nohup bash -c 'sleep 300; :' {second} >/dev/null 2>&1 & "
+        f"sleep 0.2; pgrep -f {first} >/dev/null && pgrep -f {second} >/dev/null && echo started"
     )
     result = await bash.run({"command": command})
     assert result.text == "started\n[exit code 0]"
@@ -596,7 +597,7 @@ async def test_background_processes_do_not_outlive_the_call(bash: BashTool) -> N
 
 async def test_timeout_kills_the_whole_tree(bash: BashTool) -> None:
     child, grandchild = _marker(), _marker()
-    command = f"bash -c 'bash -c \"sleep 300\" {grandchild} & sleep 300' {child} & echo waiting; wait"
+    command = f"bash -c 'bash -c \"sleep 300; :\" {grandchild} & sleep 300' {child} & echo waiting; wait"
     result = await bash.run({"command": command, "timeout": 1})
     assert not result.ok
     assert result.text == "waiting\n[timed out after 1 s; the command and its children were killed]"
@@ -607,11 +608,12 @@ async def test_timeout_kills_the_whole_tree(bash: BashTool) -> None:
 
 async def test_cancelling_the_call_kills_the_command(bash: BashTool) -> None:
     name = _marker()
-    task = asyncio.create_task(bash.run({"command": f"bash -c 'sleep 300' {name}"}))
-    for _ in range(200):
+    task = asyncio.create_task(bash.run({"command": f"bash -c 'sleep 300; :' {name}"}))
+    for _ in range(500):
         if _processes_with(name):
             break
         await asyncio.sleep(0.02)
+    assert _processes_with(name), "the command never started"
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -621,11 +623,12 @@ async def test_cancelling_the_call_kills_the_command(bash: BashTool) -> None:
 async def test_aclose_kills_running_commands(repo: Path) -> None:
     tool = BashTool(repo, timeout=60)
     name = _marker()
-    task = asyncio.create_task(tool.run({"command": f"bash -c 'sleep 300' {name}"}))
-    for _ in range(200):
+    task = asyncio.create_task(tool.run({"command": f"bash -c 'sleep 300; :' {name}"}))
+    for _ in range(500):
         if _processes_with(name):
             break
         await asyncio.sleep(0.02)
+    assert _processes_with(name), "the command never started"
     await tool.aclose()
     result = await task
     assert not result.ok
@@ -640,7 +643,7 @@ async def test_aclose_while_a_command_is_starting_leaves_nothing_behind(repo: Pa
     tool = BashTool(repo, timeout=60)
     await tool.run({"command": "true"})  # the one-time sandbox probe, out of the way
     name = _marker()
-    task = asyncio.create_task(tool.run({"command": f"bash -c 'sleep 300' {name}"}))
+    task = asyncio.create_task(tool.run({"command": f"bash -c 'sleep 300; :' {name}"}))
     for _ in range(ticks):
         await asyncio.sleep(0)
     await tool.aclose()
@@ -739,11 +742,14 @@ async def test_unsafe_bash_runs_unsandboxed_with_clean_env_and_time_limit(
         assert f"Max data size             {MEMORY_LIMIT}" in limits.text
         assert f"{PROCESS_LIMIT}" not in limits.text  # unsandboxed, RLIMIT_NPROC would count the user's others
         name = _marker()
-        slow = await toolbox.call("bash", {"command": f"bash -c 'sleep 300' {name} & wait", "timeout": 1})
-        assert not slow.ok and "timed out after 1 s" in slow.text
+        slow = await toolbox.call("bash", {
+            "command": f"bash -c 'sleep 300; :' {name} & sleep 0.2; pgrep -f {name} >/dev/null && echo running; wait",
+            "timeout": 1})
+        assert not slow.ok and "]\nrunning\n[timed out after 1 s" in slow.text
         assert await _until_gone(name) == []
         leftover = _marker()
-        background = await toolbox.call("bash", {"command": f"bash -c 'sleep 300' {leftover} & echo bye"})
+        background = await toolbox.call(
+            "bash", {"command": f"bash -c 'sleep 300; :' {leftover} & sleep 0.2; pgrep -f {leftover} && echo bye"})
         assert background.text.endswith("\nbye\n[exit code 0]")  # not held up by the child's open stdout
         assert await _until_gone(leftover) == []  # the process group is killed when the command ends
     finally:
@@ -757,11 +763,12 @@ async def test_unsafe_bash_is_not_held_up_by_a_process_that_escaped_its_group(re
     name = _marker()
     try:
         result = await toolbox.call(
-            "bash", {"command": f"setsid bash -c 'sleep 300' {name} & sleep 0.3; echo detached"}
+            # `; :` keeps the shell (bash would exec a lone command), so its command line names the marker.
+            "bash", {"command": f"setsid bash -c 'sleep 300; :' {name} & sleep 0.3; echo detached"}
         )
         assert result.ok
         assert result.text.endswith("\ndetached\n[exit code 0]")
     finally:
         await toolbox.aclose()
-        for pid in _processes_with(name):
-            os.kill(pid, signal.SIGKILL)
+        for pid in _processes_with(name):  # the setsid'd shell leads its own group, its sleep included
+            os.killpg(pid, signal.SIGKILL)
