@@ -85,6 +85,8 @@ def bad_start_cases(hive: Hive) -> list[tuple[list[str], str]]:
         (["p", *ok, "--deadline", "nan"], "--deadline must be a positive number"),
         (["p", *ok, "--grace", "-inf"], "--grace must be a positive number"),
         (["p", *ok, "--max-steps", "0"], "--max-steps must be a positive number, not 0"),
+        (["p", *ok, "--max-steps", str(10**23)], "--max-steps must be at most 2147483647"),
+        (["p", *ok, "--delivery-cap", str(2**64)], "--delivery-cap must be at most 2147483647"),
         (["p" * 20_001, *ok], "characters; keep it under"),
     ]
 

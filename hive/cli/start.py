@@ -66,7 +66,7 @@ def start_command(
     from hive.judge.modes import gate_modes
     from hive.judge.tiers import parse_tiers, resolve_tier_spec
     from hive.providers.registry import check_model_spec, resolve_spec
-    from hive.roles import load_role
+    from hive.roles import MAX_COUNT, load_role
     from hive.runs import runs_dir_from
 
     text = check_problem(problem)
@@ -80,6 +80,10 @@ def start_command(
         check_positive(name, value)
     if max_verifiers < 0 or delivery_cap < 0:
         raise UsageError("--max-verifiers and --delivery-cap must not be negative")
+    counts = (("--max-steps", max_steps), ("--max-verifiers", max_verifiers), ("--delivery-cap", delivery_cap))
+    for name, count in counts:
+        if count is not None and count > MAX_COUNT:  # a count past this fits no record (nor any run)
+            raise UsageError(f"{name} must be at most {MAX_COUNT}, not {count}")
     investigator = load_role(role, cwd=repo_path)
     verifier = load_role("verifier", cwd=repo_path)
     model = model or investigator.model  # a role that pins its model needs no --model
