@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from hive.records import BOARD_ADAPTER, GateDecision, Note, RunInfo, TranscriptEntry
 from hive.store import read_all
@@ -128,3 +132,18 @@ def transcript_entries(run_dir: Path, bee: str) -> list[TranscriptEntry]:
     records, warnings = read_all(run_dir / "bees" / bee / "transcript.jsonl", TranscriptEntry)
     assert not warnings, warnings
     return records
+
+
+@contextlib.contextmanager
+def tmpfs(mount: Path, size: str) -> Iterator[Path]:
+    """A tmpfs of ``size`` (``64k``) mounted on the new directory ``mount``, a small disk to fill; skips the
+    test where mounting needs a root this process lacks."""
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount)],
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip() or done.returncode}); needs root")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], capture_output=True, check=False)

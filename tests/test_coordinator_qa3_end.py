@@ -36,6 +36,7 @@ from tests.hive_runs import (
     publish_rules,
     relation,
     report,
+    tmpfs,
     turn,
     write_judge,
     write_script,
@@ -157,20 +158,12 @@ def test_an_answer_that_cannot_be_written_fails_the_run_in_one_line_and_resume_w
 
 @pytest.fixture
 def full_disk(tmp_path: Path) -> Iterator[Path]:
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)],
-                          capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip() or done.returncode}); needs root")
-    try:
+    with tmpfs(tmp_path / "disk", "64k") as mount:
         with contextlib.suppress(OSError), open(mount / "filler", "wb") as filler:
             while True:
                 filler.write(b"\0" * 4096)
                 filler.flush()
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], capture_output=True, check=False)
 
 
 def test_a_runs_directory_on_a_full_disk_is_refused_before_anything_is_written(full_disk: Path) -> None:

@@ -31,6 +31,7 @@ from tests.hive_runs import (
     relation,
     report,
     run_hive,
+    tmpfs,
     transcript_text,
     turn,
     write_judge,
@@ -427,16 +428,8 @@ def test_shadow_mode_records_the_judge_and_acts_on_the_fallback(hive: Hive) -> N
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
     """A 256 KiB tmpfs: room for a run's first files, not for a chatty run."""
-    mount = tmp_path / "small-disk"
-    mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount)],
-                          capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip() or done.returncode}); needs root")
-    try:
+    with tmpfs(tmp_path / "small-disk", "256k") as mount:
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 def chatty_script(hive: Hive, bees: int = 2, lines: int = 400) -> Path:
