@@ -335,6 +335,16 @@ async def test_eval_loads_the_judge_before_timing_the_first_item() -> None:
     assert report["load_ms"] >= 0 and report["accuracy"] == 1.0
 
 
+def test_ask_loads_the_judge_before_the_decision_it_shows(capsys: pytest.CaptureFixture[str],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The latency `ask` shows is the decision's, as in a run (where the model loads while the bees start)."""
+    tier = LoadingTier()
+    monkeypatch.setattr("hive.judge.tiers.build_tiers", lambda specs: [tier])
+    assert main(["judge", "ask", "publish", "--note", "Let me open writer.py and look at flush() next."]) == 0
+    assert tier.events == ["load", "answer"]
+    assert "publish: withhold" in capsys.readouterr().out
+
+
 def test_eval_human_report_counts_in_words(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     one = tmp_path / "one.jsonl"
     one.write_text((DATA / "publish.jsonl").read_text().splitlines()[0] + "\n")

@@ -48,6 +48,7 @@ def _with_gates(spec: str, goal: str, use: Callable[[Any], Awaitable[T]]) -> T:
     async def run() -> T:
         judge = Judge(tiers)
         try:
+            await judge.load()  # the latency shown is the decision's, as in a run, not the model's loading
             return await use(Gates(judge, goal=goal))
         finally:
             await judge.aclose()
