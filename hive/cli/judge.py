@@ -36,8 +36,9 @@ KindOption = typer.Option("finding", "--kind", help="The note's kind.")
 NoteTextOption = typer.Option(..., "--note", help="The note's text.")
 
 
-def _with_gates(spec: str, goal: str, use: Callable[[Any], Awaitable[T]]) -> T:
-    """Build the judge from ``spec``, run ``use(gates)``, and close the judge whatever happens."""
+def _with_gates(spec: str, goal: str, use: Callable[[Any], Awaitable[T]], *, preload: bool = True) -> T:
+    """Build the judge from ``spec``, run ``use(gates)``, and close the judge whatever happens. ``preload=False``
+    leaves the loading to ``use``: ``eval`` times it itself and reports it as ``load_ms``."""
     from hive.gates import Gates
     from hive.judge.engine import Judge
     from hive.judge.tiers import build_tiers, parse_tiers
@@ -48,7 +49,8 @@ def _with_gates(spec: str, goal: str, use: Callable[[Any], Awaitable[T]]) -> T:
     async def run() -> T:
         judge = Judge(tiers)
         try:
-            await judge.load()  # the latency shown is the decision's, as in a run, not the model's loading
+            if preload:
+                await judge.load()  # the latency shown is the decision's, as in a run, not the model's loading
             return await use(Gates(judge, goal=goal))
         finally:
             await judge.aclose()
@@ -261,7 +263,7 @@ def eval_command(
     from hive.judge.evaluate import evaluate, load_items
 
     items = load_items(file, gate)
-    report = _with_gates(judge, "", lambda gates: evaluate(gates, gate, items))
+    report = _with_gates(judge, "", lambda gates: evaluate(gates, gate, items), preload=False)
     if as_json:
         print_json(report)
         return
