@@ -103,7 +103,7 @@ def measure_once(root: Path, model: str, env: dict[str, str]) -> tuple[float, in
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=positive_int, default=7)
     parser.add_argument("--http", action="store_true", help="use the OpenAI provider against a silent socket")
     args = parser.parse_args()

@@ -290,7 +290,7 @@ def plot(rows: Sequence[tuple[int, str, Measured, Measured]], path: Path) -> Non
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=positive_int, default=3)
     parser.add_argument("--utterances", type=positive_int, default=60, help="new utterances per run and board size")
     parser.add_argument("--sizes", type=positive_ints, default=[100, 500, 2000],

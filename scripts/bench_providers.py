@@ -70,7 +70,7 @@ def _run(spec: str, env: dict[str, str]) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=positive_int, default=5)
     args = parser.parse_args()
     with LocalHTTPServer() as server:

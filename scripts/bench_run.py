@@ -73,7 +73,7 @@ def summarize(m: RunMeasurement) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=positive_int, default=3)
     parser.add_argument("--utterances", type=positive_int, default=300, help="in total, split over the 6 bees")
     args = parser.parse_args()

@@ -207,7 +207,7 @@ def plot(rows: dict[str, dict[str, float]], path: Path) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=positive_int, default=3)
     parser.add_argument("--per-bee", type=positive_int, default=20, help="utterances per bee")
     parser.add_argument("--delay", type=float, default=1.5, help="seconds per model turn")

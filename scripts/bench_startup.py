@@ -72,7 +72,7 @@ def run_footprint(root: Path, run: int) -> tuple[float, float, float, int]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=positive_int, default=5)
     args = parser.parse_args()
     header("start-up and footprint")

@@ -126,7 +126,7 @@ def incremental(path: Path, notes: list[Note]) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=positive_int, default=5)
     parser.add_argument("--notes", type=positive_int, default=20000)
     args = parser.parse_args()

@@ -56,7 +56,7 @@ NOTE_HEADER = re.compile(r" (n-\d+)(?: ->.*)?$")
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--lines", type=positive_int, default=300)
     parser.add_argument("--min-gap-ms", type=float, default=2.0)
     parser.add_argument("--max-gap-ms", type=float, default=60.0)
