@@ -3,7 +3,7 @@ delay, with the gates judging (``--judge local``) against the same run with ever
 
     .venv/bin/python scripts/bench_run.py [--runs 3] [--utterances 300]
 
-Each run is a real ``hive start`` (coordinator, six bee processes, real tools: every turn calls ``ls``) on a
+Each run is a real ``hive start`` (coordinator, six bee processes, real tools: every turn calls ``grep``) on a
 small repository, with a ``script:`` model whose turns reply at once: 50 utterances per bee in the mix a bee
 produces (``benchlib``: ~45% routine narration, findings, dead ends, decisions, blockers), then a report.
 The two configurations alternate, so load drifts hit both alike. Measured per run, from outside:
@@ -54,6 +54,12 @@ def write_script(root: Path, utterances: int, seed: int) -> Path:
     return write_json(root / "script.json", {"bees": bees, "answer": "The batching drops the final partial batch."})
 
 
+def judged(decision: GateDecision) -> bool:
+    """Whether the judge was asked for this decision. A gate that is ``off`` still writes its rows (publish: one
+    per utterance, source ``fallback``, reason ``off``), so a source other than ``rule`` is not enough."""
+    return decision.source != "rule" and decision.mode != "off"
+
+
 def summarize(m: RunMeasurement) -> dict[str, float]:
     info = RunInfo.model_validate_json((m.run_dir / "run.json").read_bytes())
     board, _ = read_all(m.run_dir / "board.jsonl", BOARD_ADAPTER)
@@ -66,7 +72,7 @@ def summarize(m: RunMeasurement) -> dict[str, float]:
         "utterances": sum(int((b.model_extra or {}).get("utterances", 0)) for b in info.bees),
         "notes": sum(isinstance(r, Note) for r in board),
         "deliveries": sum(isinstance(r, Delivery) for r in board),
-        "judged": sum(g.source != "rule" for g in gates),
+        "judged": sum(judged(g) for g in gates),
         "decisions": len(gates),
         "reported": sum(b.outcome == "reported" for b in info.bees),
     }
