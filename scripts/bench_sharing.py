@@ -57,12 +57,12 @@ from benchlib import (
     write_json,
 )
 
+from hive.bee.prompts import LAST_CALL_INTRO, NOTES_HEADER
 from hive.records import BOARD_ADAPTER, Delivery, GateDecision, Note
 from hive.store import read_all
 
 PROBLEM = "Why does the nightly export drop rows?"
 BEES = [f"bee-{i + 1}" for i in range(len(SUBSYSTEMS))]
-NOTES_HEADER = "Notes from the other investigators."
 CHARS_PER_TOKEN = 4
 PLAN = [("routine", "own")] * 45 + [("finding", "own")] * 24 + [("dead_end", "own")] * 8 + \
     [("finding", "other")] * 12 + [("dead_end", "other")] * 4 + [("decision", "all")] * 5 + [("blocker", "all")] * 2
@@ -108,16 +108,18 @@ def write_script(root: Path, planned: list[Planned], delay: float) -> Path:
     return write_json(root / "script.json", {"bees": bees, "answer": "The batching drops the final partial batch."})
 
 
+def injected_chars_of(record: dict[str, object]) -> int:
+    """The characters of others' notes one transcript line put into a bee's context: a notes message, or a last
+    call (the notes that arrived while the bee wrote its report, with the question they come with)."""
+    content = record.get("content")
+    if record.get("role") != "user" or not isinstance(content, str):
+        return 0
+    return len(content) if content.startswith((NOTES_HEADER, LAST_CALL_INTRO)) else 0
+
+
 def injected_chars(run_dir: Path) -> int:
-    total = 0
-    for bee in BEES:
-        path = run_dir / "bees" / bee / "transcript.jsonl"
-        for line in path.read_text().splitlines():
-            record = json.loads(line)
-            content = record.get("content")
-            if record.get("role") == "user" and isinstance(content, str) and content.startswith(NOTES_HEADER):
-                total += len(content)
-    return total
+    return sum(injected_chars_of(json.loads(line)) for bee in BEES
+               for line in (run_dir / "bees" / bee / "transcript.jsonl").read_text().splitlines())
 
 
 PerBee = dict[str, tuple[int, int]]
