@@ -816,3 +816,27 @@ async def test_the_transcript_holds_everything_the_bee_saw_and_no_secret(
     assert entries[6].content == "OPENAI_API_KEY=[redacted]\nDEBUG=1"
     assert entries[8].content is not None and entries[8].content.startswith("Notes from the other investigators.")
     assert entries[-1].data == {"outcome": "reported", "reason": None}
+
+
+# --------------------------------------------------------------------------- empty replies
+
+
+async def test_an_empty_reply_is_asked_about_once_before_it_is_taken_for_the_report(tmp_path: Path) -> None:
+    """A local model that stops after a tool result with an empty message has not written its report."""
+    model = ScriptedModel([tool_reply(read("cache.py")), "", FIRST_REPORT])
+    bee = Bee(tmp_path, model)
+    report = await bee.run()
+
+    assert (report.outcome, report.text) == ("reported", FIRST_REPORT)
+    assert last_user(model.calls[2].messages) == prompts.EMPTY_REPLY
+    model.assert_complete()
+
+
+async def test_a_bee_that_only_replies_empty_hands_in_what_it_said_not_no_report(tmp_path: Path) -> None:
+    finding = "FOUND: cache.py:88 never clears the entry when the write fails."
+    model = ScriptedModel([tool_reply(read("cache.py"), text=finding), "", ""])
+    bee = Bee(tmp_path, model)
+    report = await bee.run()
+
+    assert (report.outcome, report.text) == ("reported", finding)
+    model.assert_complete()

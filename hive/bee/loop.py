@@ -308,6 +308,7 @@ class BeeLoop:
             self._messages.extend(self._resumed.messages)  # already in the transcript, not written again
             self._add_user(prompts.RESUMED)
         tool_turns_after_time_up = 0
+        asked_after_empty_reply = False
         while True:
             self._prepare_turn()
             answering_checkpoint = self._checkpoint_asked
@@ -332,7 +333,14 @@ class BeeLoop:
                 self._speak(text)
                 self._add_user(prompts.CARRY_ON)
                 continue
-            report = await self._last_call(text or "(no report)")
+            if not text and self._closed is None and not asked_after_empty_reply:
+                # An empty reply (a local model that stops after a tool result, a reasoning model that spent its
+                # tokens thinking) is not a report: ask once more before taking it as one.
+                asked_after_empty_reply = True
+                self._add_user(prompts.EMPTY_REPLY)
+                continue
+            # Still nothing: what the bee said along the way is its report, not "(no report)".
+            report = await self._last_call(text or self._partial() or "(no report)")
             if self._closed is not None:
                 return report, "cut_short", self._closed
             return report, "reported", None

@@ -24,6 +24,11 @@ CARRY_ON = (
     "(sections Found, Ruled out, Open)."
 )
 
+EMPTY_REPLY = (
+    "Your last reply was empty. Carry on with your investigation, or, if you are finished, reply with your "
+    "final report (sections Found, Ruled out, Open)."
+)
+
 LAST_CALL_INTRO = "Last call before your report is handed in. These notes arrived while you were finishing:"
 LAST_CALL_OUTRO = (
     "If any of them changes your conclusions, reply with your complete, corrected final report. "
