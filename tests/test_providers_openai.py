@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from hive.providers.base import Message, ModelSettings, ProviderError, ToolCall, ToolSpec
-from hive.providers.openai import build_request, parse_response
+from hive.providers.openai import build_request, parse_response, takes_temperature
 from hive.providers.registry import infer_model
 from hive.providers.retry import RetryPolicy
 from hive.testing import LocalHTTPServer
@@ -402,3 +402,25 @@ def test_build_request_and_parse_response_are_pure() -> None:
     assert (reply.text, reply.usage.total, reply.usage.cost_usd) == ("x", 7, None)
     with pytest.raises(ValueError):
         parse_response([], provider="openai", model="m")
+
+
+@pytest.mark.parametrize("name", ["o3", "o4-mini", "gpt-5", "gpt-5-mini-2025-08-07", "o1"])
+async def test_openai_reasoning_models_get_no_temperature(api: LocalHTTPServer, name: str) -> None:
+    """They answer 400 to any temperature but the default: angle planning and the answer (asked at 0.2)
+    would fail on every run with `--model openai:gpt-5-mini`."""
+    api.reply(completion("ok", model=name))
+    model = openai_model(api, model=name)
+    await model.request([Message("user", "hi")], settings=ModelSettings(max_tokens=64, temperature=0.2))
+    await model.aclose()
+    assert api.requests[0].json() == {
+        "model": name, "messages": [{"role": "user", "content": "hi"}], "max_completion_tokens": 64,
+    }
+
+
+@pytest.mark.parametrize("spec", ["openai:gpt-5-chat-latest", "openai:gpt-4.1", "openai-compat:o3"])
+def test_other_models_keep_their_temperature(spec: str) -> None:
+    provider, _, name = spec.partition(":")
+    assert takes_temperature(provider, name)
+    body = build_request(name, [Message("user", "hi")], None, ModelSettings(temperature=0.2),
+                         temperature=takes_temperature(provider, name))
+    assert body["temperature"] == 0.2

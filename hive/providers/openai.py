@@ -7,6 +7,7 @@ Request building (:func:`build_request`) and response parsing (:func:`parse_resp
 from __future__ import annotations
 
 import json
+import re
 from typing import TYPE_CHECKING, Any
 
 from hive.providers.base import (
@@ -31,6 +32,16 @@ OPENAI_BASE_URL = "https://api.openai.com/v1"
 OLLAMA_BASE_URL = "http://localhost:11434/v1"
 
 
+_OPENAI_REASONING_MODEL = re.compile(r"^(?:o\d|gpt-5(?!-chat))")
+"""OpenAI's reasoning models (o1, o3, o4-mini, gpt-5, gpt-5-mini …; not gpt-5-chat)."""
+
+
+def takes_temperature(provider: str, model: str) -> bool:
+    """Whether a request may set ``temperature``: OpenAI's reasoning models refuse any value but the default
+    with HTTP 400, which would fail angle planning and the answer, both asked at a low temperature."""
+    return not (provider == "openai" and _OPENAI_REASONING_MODEL.match(model))
+
+
 def build_request(
     model: str,
     messages: list[Message],
@@ -38,11 +49,13 @@ def build_request(
     settings: ModelSettings,
     *,
     max_tokens_field: str = "max_tokens",
+    temperature: bool = True,
 ) -> dict[str, Any]:
     """The JSON body of a ``POST /chat/completions`` call.
 
     ``max_tokens_field`` is ``max_completion_tokens`` for OpenAI itself (its reasoning models refuse
-    ``max_tokens``) and ``max_tokens`` for other servers, which mostly know only that.
+    ``max_tokens``) and ``max_tokens`` for other servers, which mostly know only that. ``temperature=False``
+    leaves the settings' temperature out (see :func:`takes_temperature`).
     """
     body: dict[str, Any] = {"model": model, "messages": [_wire_message(m) for m in messages]}
     if tools:
@@ -55,7 +68,7 @@ def build_request(
         ]
     if settings.max_tokens is not None:
         body[max_tokens_field] = settings.max_tokens
-    if settings.temperature is not None:
+    if settings.temperature is not None and temperature:
         body["temperature"] = settings.temperature
     if settings.top_logprobs is not None:
         body["logprobs"] = True
@@ -239,7 +252,8 @@ class OpenAIChatModel:
         """One chat completion, retried under :attr:`retry`."""
         settings = settings or ModelSettings()
         field = "max_completion_tokens" if self.provider == "openai" else "max_tokens"
-        body = build_request(self.model, messages, tools, settings, max_tokens_field=field)
+        body = build_request(self.model, messages, tools, settings, max_tokens_field=field,
+                             temperature=takes_temperature(self.provider, self.model))
         client = self._http()
         response = await send_with_retry(
             lambda: client.send(client.build_request("POST", "/chat/completions", json=body), stream=True),
