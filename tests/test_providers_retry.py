@@ -175,6 +175,19 @@ async def test_does_not_retry_a_bad_request(api: LocalHTTPServer) -> None:
     assert len(api.requests) == 1
 
 
+async def test_a_404_names_the_address_asked_without_credentials_or_query(api: LocalHTTPServer) -> None:
+    """A base URL without its /v1 gives `{"detail": "Not Found"}`: the address shows what went wrong."""
+    api.reply({"detail": "Not Found"}, status=404)
+    host = api.url.removeprefix("http://")
+    with pytest.raises(ProviderError) as caught:
+        async with httpx.AsyncClient(base_url=f"http://user:pw@{host}") as client:
+            await send_with_retry(lambda: client.post("/chat/completions?key=k1", json={}), policy=FAST,
+                                  label="test:model")
+    assert str(caught.value) == (
+        f"test:model: HTTP 404 (request rejected) from {api.url}/chat/completions: Not Found (after 1 attempt)"
+    )
+
+
 async def test_timeout_then_success(api: LocalHTTPServer) -> None:
     api.reply({"late": True}, delay=2)
     api.reply({"ok": True})

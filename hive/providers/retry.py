@@ -144,6 +144,8 @@ def error_detail(body: str) -> str:
             detail = error
         elif isinstance(parsed.get("message"), str):
             detail = parsed["message"]
+        elif isinstance(parsed.get("detail"), str):  # FastAPI-based servers (vLLM, LiteLLM …)
+            detail = parsed["detail"]
     detail = " ".join(detail.split())
     return detail[:_DETAIL_LIMIT] + ("…" if len(detail) > _DETAIL_LIMIT else "")
 
@@ -243,6 +245,10 @@ async def send_with_retry(
             status = response.status_code
             retry_after = parse_retry_after(response.headers)
             problem = f"HTTP {status} ({_STATUS_WORDS[kind]}): {error_detail(body)}"
+            if status in (404, 405):
+                # Most often a base URL without (or with a doubled) /v1: the address shows which.
+                problem = f"HTTP {status} ({_STATUS_WORDS[kind]}) from {_address(response.request.url)}: " \
+                          f"{error_detail(body)}"
         failures += 1
         delay = next_delay(failures, retry_after, policy, rng) if retryable else None
         if delay is None:
@@ -250,6 +256,12 @@ async def send_with_retry(
                 label, kind, status, body, problem, failures, retry_after, policy, retryable, secrets
             )
         await asyncio.sleep(delay)
+
+
+def _address(url: httpx.URL) -> str:
+    """Where a request went, without credentials or query (either may carry a key)."""
+    port = f":{url.port}" if url.port is not None else ""
+    return f"{url.scheme}://{url.host}{port}{url.path}"
 
 
 def _give_up(
