@@ -840,3 +840,13 @@ async def test_a_bee_that_only_replies_empty_hands_in_what_it_said_not_no_report
 
     assert (report.outcome, report.text) == ("reported", finding)
     model.assert_complete()
+
+
+async def test_once_the_tools_are_closed_the_model_is_asked_with_tools_closed(tmp_path: Path) -> None:
+    """The API is told too (``tool_choice: none``), so that a model cannot spend the grace on calls."""
+    model = ScriptedModel([tool_reply(read("a.py")), tool_reply(read("b.py")), FIRST_REPORT])
+    bee = Bee(tmp_path, model, max_steps=1)
+    report = await bee.run()
+
+    assert (report.outcome, report.text) == ("cut_short", FIRST_REPORT)
+    assert [call.settings.tools_closed for call in model.calls] == [False, True, True]

@@ -230,3 +230,10 @@ def test_empty_turns_and_error_tool_calls_stay_valid_for_the_api() -> None:
         {"role": "assistant", "content": [tool_use("call_x", "grep", {})]},
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "call_x", "content": "error"}]},
     ]
+
+
+def test_closed_tools_are_tool_choice_none() -> None:
+    spec = ToolSpec("ls", "List a directory", {"type": "object", "properties": {}})
+    closed = build_request("claude-sonnet-4-5", [Message("user", "hi")], [spec], ModelSettings(tools_closed=True))
+    assert closed["tool_choice"] == {"type": "none"}
+    assert "tool_choice" not in build_request("claude-sonnet-4-5", [Message("user", "hi")], [spec], ModelSettings())

@@ -424,3 +424,21 @@ def test_other_models_keep_their_temperature(spec: str) -> None:
     body = build_request(name, [Message("user", "hi")], None, ModelSettings(temperature=0.2),
                          temperature=takes_temperature(provider, name))
     assert body["temperature"] == 0.2
+
+
+def test_closed_tools_are_tool_choice_none_for_openai_only() -> None:
+    settings = ModelSettings(tools_closed=True)
+    assert build_request("gpt-4.1", [Message("user", "hi")], [GREP], settings, tool_choice_none=True)[
+        "tool_choice"] == "none"
+    # Not every compatible server knows "none"; an error there would cost the bee its report.
+    assert "tool_choice" not in build_request("qwen", [Message("user", "hi")], [GREP], settings)
+    assert "tool_choice" not in build_request("gpt-4.1", [Message("user", "hi")], [GREP], ModelSettings(),
+                                              tool_choice_none=True)
+
+
+async def test_the_openai_model_sends_tool_choice_none_when_the_tools_are_closed(api: LocalHTTPServer) -> None:
+    api.reply(completion("## Found\n- x"))
+    model = openai_model(api)
+    await model.request([Message("user", "hi")], tools=[GREP], settings=ModelSettings(tools_closed=True))
+    await model.aclose()
+    assert api.requests[0].json()["tool_choice"] == "none"

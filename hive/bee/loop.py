@@ -415,9 +415,11 @@ class BeeLoop:
     async def _ask(self) -> ModelResponse:
         if self._closed is None:
             self._steps += 1
+        # Once the tools are closed the model is told so by the API too, not only in words.
+        settings = self._settings if self._closed is None else dataclasses.replace(self._settings, tools_closed=True)
+        request = self._model.request(list(self._messages), self._specs, settings)
         # Once the tools are closed the report is due within the grace; past it the coordinator would
         # kill the bee, so it hands in what it has instead.
-        request = self._model.request(list(self._messages), self._specs, self._settings)
         grace = asyncio.timeout_at(self._grace_ends)
         try:
             async with grace:

@@ -69,6 +69,8 @@ def build_request(
         body["tools"] = [
             {"name": t.name, "description": t.description, "input_schema": t.parameters} for t in tools
         ]
+        if settings.tools_closed:
+            body["tool_choice"] = {"type": "none"}
     if settings.temperature is not None:
         body["temperature"] = settings.temperature
     return body

@@ -73,6 +73,9 @@ class ModelSettings:
     top_logprobs: int | None = None
     """Ask for the top-k log probabilities of each output token (OpenAI-compatible endpoints)."""
     json_output: bool = False
+    tools_closed: bool = False
+    """The tools are still described (a conversation with tool calls needs them) but must not be called: the
+    bee's time is up and its report is due. OpenAI and Anthropic are told so with ``tool_choice: none``."""
 
 
 @dataclass(frozen=True)

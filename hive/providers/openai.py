@@ -50,12 +50,14 @@ def build_request(
     *,
     max_tokens_field: str = "max_tokens",
     temperature: bool = True,
+    tool_choice_none: bool = False,
 ) -> dict[str, Any]:
     """The JSON body of a ``POST /chat/completions`` call.
 
     ``max_tokens_field`` is ``max_completion_tokens`` for OpenAI itself (its reasoning models refuse
     ``max_tokens``) and ``max_tokens`` for other servers, which mostly know only that. ``temperature=False``
-    leaves the settings' temperature out (see :func:`takes_temperature`).
+    leaves the settings' temperature out (see :func:`takes_temperature`). ``tool_choice_none`` lets
+    ``settings.tools_closed`` become ``tool_choice: "none"`` (OpenAI itself; not every compatible server knows it).
     """
     body: dict[str, Any] = {"model": model, "messages": [_wire_message(m) for m in messages]}
     if tools:
@@ -66,6 +68,8 @@ def build_request(
             }
             for t in tools
         ]
+        if settings.tools_closed and tool_choice_none:
+            body["tool_choice"] = "none"
     if settings.max_tokens is not None:
         body[max_tokens_field] = settings.max_tokens
     if settings.temperature is not None and temperature:
@@ -253,7 +257,8 @@ class OpenAIChatModel:
         settings = settings or ModelSettings()
         field = "max_completion_tokens" if self.provider == "openai" else "max_tokens"
         body = build_request(self.model, messages, tools, settings, max_tokens_field=field,
-                             temperature=takes_temperature(self.provider, self.model))
+                             temperature=takes_temperature(self.provider, self.model),
+                             tool_choice_none=self.provider == "openai")
         client = self._http()
         response = await send_with_retry(
             lambda: client.send(client.build_request("POST", "/chat/completions", json=body), stream=True),
