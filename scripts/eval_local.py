@@ -100,7 +100,7 @@ async def evaluate(evals: Path) -> dict[str, Any]:
             **summary(kinds, latencies, 2),
             "macro_f1": macro_f1(kinds, labels),
             "news": summary(news, latencies, 2),
-            "confusion": {g: dict(Counter(str(p) for gg, p in kinds if gg == g)) for g in labels},
+            "confusion": {g: dict(Counter(p or "unsure" for gg, p in kinds if gg == g)) for g in labels},
         }
     else:
         print(f"skipping publish: {publish_file} not found", file=sys.stderr)
