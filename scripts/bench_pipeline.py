@@ -37,7 +37,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchlib import SUBSYSTEMS, header, median, mixed_utterances, percentile, positive_int, positive_ints, utterance
+from benchlib import (
+    SUBSYSTEMS,
+    header,
+    median,
+    mixed_utterances,
+    percentile,
+    plot_path,
+    positive_int,
+    positive_ints,
+    utterance,
+)
 
 from hive.coordinator.pipeline import Pipeline
 from hive.gates import Gates
@@ -235,7 +245,7 @@ async def main_async(args: argparse.Namespace) -> None:
               f"{percentile(m.withheld_ms, 95):.1f} |")
     print("target: p95 <= 150 ms at every board size; judge calls per note flat as the board grows")
     if args.plot:
-        plot(rows, Path(args.plot))
+        plot(rows, args.plot)
 
 
 def merge(results: Sequence[Measured]) -> Measured:
@@ -295,7 +305,7 @@ def main() -> None:
     parser.add_argument("--utterances", type=positive_int, default=60, help="new utterances per run and board size")
     parser.add_argument("--sizes", type=positive_ints, default=[100, 500, 2000],
                         help="board sizes, comma-separated")
-    parser.add_argument("--plot", default="", help="write the curve to this PNG (needs the bench extra)")
+    parser.add_argument("--plot", type=plot_path, help="write the curve to this PNG (needs the bench extra)")
     args = parser.parse_args()
     header("gate pipeline latency")
     asyncio.run(main_async(args))

@@ -49,6 +49,7 @@ from benchlib import (
     header,
     make_repo,
     median,
+    plot_path,
     positive_int,
     run_watched,
     script_turns,
@@ -213,7 +214,7 @@ def main() -> None:
     parser.add_argument("--runs", type=positive_int, default=3)
     parser.add_argument("--per-bee", type=positive_int, default=20, help="utterances per bee")
     parser.add_argument("--delay", type=float, default=1.5, help="seconds per model turn")
-    parser.add_argument("--plot", default="", help="write the picture to this PNG (e.g. docs/sharing.png)")
+    parser.add_argument("--plot", type=plot_path, help="write the picture to this PNG (e.g. docs/sharing.png)")
     args = parser.parse_args()
     header("sharing efficiency")
     configs = {"hive (cap 10)": (), "hive (no cap)": ("--delivery-cap", "100000")}
@@ -265,7 +266,7 @@ def main() -> None:
               f"{'n/a' if row['precision'] != row['precision'] else format(row['precision'], '.0%')} |")
     print_per_bee(bee_counts, owed)
     if args.plot:
-        plot(rows, Path(args.plot))
+        plot(rows, args.plot)
 
 
 def print_per_bee(bee_counts: dict[str, list[PerBee]], owed: list[dict[str, int]]) -> None:

@@ -46,6 +46,19 @@ def positive_ints(text: str) -> list[int]:
     return [positive_int(part.strip()) for part in text.split(",")]
 
 
+def plot_path(text: str) -> Path:
+    """An argparse ``type`` for ``--plot``: checked before the measurement, which takes minutes, instead of
+    after it (a missing matplotlib printed a hint and exited 0; a missing directory was a traceback)."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise argparse.ArgumentTypeError("drawing needs matplotlib: .venv/bin/pip install -e '.[bench]'") from None
+    path = Path(text)
+    if not path.parent.is_dir():
+        raise argparse.ArgumentTypeError(f"{str(path.parent)!r} is not a directory")
+    return path
+
+
 # --------------------------------------------------------------------------- reporting
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 from pathlib import Path
@@ -19,3 +20,29 @@ def test_help_describes_the_benchmark_in_whole_sentences(script: str) -> None:
                           timeout=60, check=True)
     description = done.stdout.split("\n\n")[1]
     assert description.rstrip().endswith("."), description
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["bench_pipeline.py", "--runs", "1", "--utterances", "1", "--sizes", "1"],
+        ["bench_sharing.py", "--runs", "1", "--per-bee", "1", "--delay", "0"],
+    ],
+)
+def test_a_plot_that_cannot_be_written_is_refused_before_the_measurement(args: list[str], tmp_path: Path) -> None:
+    """docs/benchmarks.md's commands end with `--plot docs/….png`: a directory that is not there was a traceback
+    after minutes of measuring (and a missing matplotlib a hint on stdout with exit status 0)."""
+    target = tmp_path / "missing" / "plot.png"
+    done = subprocess.run([sys.executable, str(SCRIPTS / args[0]), *args[1:], "--plot", str(target)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2
+    assert "is not a directory" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_plot_without_matplotlib_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(SCRIPTS))
+    from benchlib import plot_path
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # what an environment without the bench extra has
+    with pytest.raises(argparse.ArgumentTypeError, match=r"needs matplotlib: .*\[bench\]"):
+        plot_path("plot.png")
