@@ -318,15 +318,16 @@ class Coordinator:
             raise RunFailed(f"run {self.paths.id} stopped: {self.exit_reason}")
         if self.stopping == "interrupted":
             self.status, self.exit_reason = "interrupted", "interrupted by the user"
-        elif not any(b.outcome in _HANDED_IN for b in self.bees.values()):
+        elif not any(handed_in(b.outcome, b.report) for b in self.bees.values()):
             # The answer is written all the same (a digest of partial reports), but nobody investigated to the
             # end: a missing key or a dead provider must not read as success.
             self.status, self.exit_reason = "failed", "no bee reported: " + ", ".join(
-                f"{b.id} {b.outcome or 'crashed'}" for b in self.bees.values()
+                f"{b.id} {b.outcome or 'crashed'}{' (no report)' if b.outcome in _HANDED_IN else ''}"
+                for b in self.bees.values()
             )
         else:
             self.status = "finished"
-            self.exit_reason = self.exit_reason or "every bee reported"
+            self.exit_reason = self.exit_reason or ended_reason([b.outcome for b in self.bees.values()])
         self._save()
         return RunResult(self._run_info(), self.paths, answer, pipeline.stats)
 
@@ -484,6 +485,8 @@ class Coordinator:
                 self.stopping = "deadline"
                 self.exit_reason = _STOP_REASONS["deadline"]
                 self._kill_at = now + self.opts.grace
+                # Else the run looks hung until the grace ends: a bee may take all of it for its report.
+                self._say(f"{self.exit_reason}: asking every bee for its report (killed after {self.opts.grace:g} s)")
             if self.pipeline.answered is not None and self.stopping is None:
                 self.stopping = "answered"
                 self.exit_reason = self._stop_reason()
@@ -522,9 +525,13 @@ class Coordinator:
         silent = now - bee.last_seen
         if bee.wrap_sent is None:
             if silent >= self.opts.stall_timeout:
-                await self._wrap_up(bee, f"no sign of life for {int(silent)} s")
+                reason = f"no sign of life for {int(silent)} s"
             elif now - bee.started >= self.opts.time_limit + 5.0:
-                await self._wrap_up(bee, "its time limit passed")
+                reason = "its time limit passed"
+            else:
+                return
+            self._say(f"{bee.id}: {reason}: asking for its report (killed after {self.opts.grace:g} s)")
+            await self._wrap_up(bee, reason)
         elif now - bee.wrap_sent >= self.opts.grace:
             self._kill(bee, f"did not report within {int(self.opts.grace)} s of being asked to wrap up")
 
@@ -618,8 +625,34 @@ _HANDED_IN = frozenset({"reported", "cut_short"})
 """Bee outcomes that handed in a report of their own; ``failed`` and ``crashed`` ones have only partial reports."""
 
 
+def said_something(report: str) -> bool:
+    """Whether a report holds anything the bee said: not empty, nor only the note of a kill (see :func:`_cut`)."""
+    text = report.strip()
+    return bool(text) and not (text.startswith("(Cut short: ") and text.endswith(_NOTHING_REPORTED))
+
+
+def handed_in(outcome: str | None, report: str) -> bool:
+    """Whether a bee left something to answer from: a bee cut short before it said anything (a model that
+    never answered within the time limit) left nothing, whatever its outcome is called."""
+    return outcome in _HANDED_IN and said_something(report)
+
+
+def ended_reason(outcomes: Sequence[str | None]) -> str:
+    """The exit reason of a run that ended on its own: "every bee reported" only when every bee did."""
+    if all(outcome == "reported" for outcome in outcomes):
+        return "every bee reported"
+    counts: dict[str, int] = {}
+    for outcome in outcomes:
+        key = (outcome or "crashed").replace("_", " ")
+        counts[key] = counts.get(key, 0) + 1
+    return "every bee ended: " + ", ".join(f"{n} {outcome}" for outcome, n in counts.items())
+
+
+_NOTHING_REPORTED = "; nothing reported.)"
+
+
 def _cut(reason: str, partial: str) -> str:
-    return f"(Cut short: {reason}.)\n\n{partial}" if partial else f"(Cut short: {reason}; nothing reported.)"
+    return f"(Cut short: {reason}.)\n\n{partial}" if partial else f"(Cut short: {reason}{_NOTHING_REPORTED}"
 
 
 def _short(e: BaseException) -> str:
