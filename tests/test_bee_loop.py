@@ -654,6 +654,8 @@ async def test_malformed_tool_arguments_are_returned_as_a_tool_error(tmp_path: P
     assert result.tool_call_id == "c1"
     assert result.content.startswith("Error: the arguments of your read call are not a valid JSON object")
     assert "Expecting ',' delimiter" in result.content
+    # The conversation carries the call with {}; what the model wrote is quoted here instead.
+    assert 'You sent: {"path": "a' in result.content
 
 
 async def test_arguments_the_transcript_cannot_encode_are_a_tool_error_not_a_crash(tmp_path: Path) -> None:

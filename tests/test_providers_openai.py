@@ -167,7 +167,8 @@ async def test_malformed_tool_arguments_become_a_tool_error_not_a_crash(api: Loc
     assert (bad.raw, bad.arguments, bad.name) == (broken, {}, "grep")
     assert not_object.error == "invalid JSON arguments: not a JSON object"
     assert empty == ToolCall("call_3", "ls", {})
-    # The model's own words go back verbatim, next to the error the bee reports as the tool result.
+    # The call goes back with {} (what the model wrote is quoted in the tool result by the bee): vLLM,
+    # llama.cpp and SGLang parse the history's arguments and would refuse every later request.
     await model.request(
         [
             Message("user", "go"),
@@ -176,7 +177,7 @@ async def test_malformed_tool_arguments_become_a_tool_error_not_a_crash(api: Loc
         ]
     )
     await model.aclose()
-    assert api.requests[1].json()["messages"][1]["tool_calls"][0]["function"]["arguments"] == broken
+    assert api.requests[1].json()["messages"][1]["tool_calls"][0]["function"]["arguments"] == "{}"
 
 
 async def test_tool_calls_with_a_name_or_id_of_the_wrong_type_are_tool_errors(api: LocalHTTPServer) -> None:

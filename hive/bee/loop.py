@@ -545,7 +545,7 @@ class BeeLoop:
             )
         if call.error is not None:
             return ToolResult(
-                prompts.bad_arguments(call.name, call.error),
+                prompts.bad_arguments(call.name, call.error, call.raw),
                 ok=False,
                 activity=f"{call.name}: malformed arguments",
             )

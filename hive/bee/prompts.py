@@ -121,9 +121,16 @@ def loop_nudge(tool: str, times: int) -> str:
     )
 
 
-def bad_arguments(tool: str, error: str) -> str:
+BAD_ARGUMENTS_CLIP = 300
+"""Characters of a malformed call's arguments quoted back to the model."""
+
+
+def bad_arguments(tool: str, error: str, raw: str | None = None) -> str:
+    """The result of a call whose arguments were not a JSON object. The conversation carries the call with
+    ``{}`` (servers refuse a history with broken arguments), so what the model wrote is quoted here."""
+    wrote = f" You sent: {clip(raw, BAD_ARGUMENTS_CLIP)}" if raw else ""
     return (
-        f"Error: the arguments of your {tool} call are not a valid JSON object ({error}). "
+        f"Error: the arguments of your {tool} call are not a valid JSON object ({error}).{wrote} "
         "Send the call again with valid JSON arguments."
     )
 

@@ -93,14 +93,10 @@ def _wire_message(message: Message) -> dict[str, Any]:
                 {
                     "id": call.id,
                     "type": "function",
-                    # A call whose arguments were not JSON goes back as the model wrote it: the conversation
-                    # must show what the model actually said, next to the error the tool result reports.
-                    "function": {
-                        "name": call.name,
-                        "arguments": call.raw
-                        if call.error is not None and call.raw is not None
-                        else json.dumps(call.arguments),
-                    },
+                    # Always a JSON object, even for a call whose arguments were not one (they are {} then):
+                    # vLLM, llama.cpp and SGLang parse the history's arguments and answer 400 to every later
+                    # request otherwise. The tool result quotes what the model wrote (prompts.bad_arguments).
+                    "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
                 }
                 for call in message.tool_calls
             ],
