@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from benchlib import positive_int
+from benchlib import existing_file, positive_int
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -132,7 +132,7 @@ async def replay(texts: list[str]) -> dict[str, object]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--notes", type=positive_int, default=60)
-    parser.add_argument("--texts", type=Path, default=None)
+    parser.add_argument("--texts", type=existing_file, default=None)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     texts = read_texts(args.texts or default_texts(), args.notes)

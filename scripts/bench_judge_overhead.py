@@ -22,9 +22,18 @@ import sys
 import time
 from pathlib import Path
 
-from benchlib import positive_int
+from benchlib import existing_dir, existing_file, positive_int
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def checkout(text: str) -> Path:
+    """An argparse ``type`` for ``--root``: a directory holding the local tier and bench_judge.py, or the numbers
+    would be this checkout's under another name (Python imports what it finds next on its path)."""
+    root = existing_dir(text)
+    if not (root / "hive" / "judge" / "local").is_dir() or not (root / "scripts" / "bench_judge.py").is_file():
+        raise argparse.ArgumentTypeError(f"{text!r} holds no hive/judge/local and scripts/bench_judge.py")
+    return root
 
 
 async def replay(texts: list[str], vectors: dict[str, object]) -> float:
@@ -55,16 +64,16 @@ async def replay(texts: list[str], vectors: dict[str, object]) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--root", type=Path, default=ROOT, help="checkout whose hive/ and scripts/ to measure")
+    parser.add_argument("--root", type=checkout, default=ROOT, help="checkout whose hive/ and scripts/ to measure")
     parser.add_argument("--runs", type=positive_int, default=7)
     parser.add_argument("--notes", type=positive_int, default=60)
-    parser.add_argument("--texts", type=Path, default=ROOT.parent / "shared" / "evals" / "publish.jsonl")
+    parser.add_argument("--texts", type=existing_file, default=None)
     args = parser.parse_args(argv)
     root = args.root.resolve()
     sys.path[:0] = [str(root), str(root / "scripts")]
     bench = importlib.import_module("bench_judge")
     local = importlib.import_module("hive.judge.local")
-    texts = bench.read_texts(args.texts if args.texts.exists() else bench.default_texts(), args.notes)
+    texts = bench.read_texts(args.texts or bench.default_texts(), args.notes)
     model = local.LocalTier().embedder
     model.load()
     unique = list(dict.fromkeys([*texts, *bench.FOCI]))

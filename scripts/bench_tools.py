@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchlib import header, median, percentile, positive_int
+from benchlib import existing_dir, header, median, percentile, positive_int
 
 from hive.tools.registry import ALL_TOOLS, Toolbox
 
@@ -73,7 +73,7 @@ async def main(repo: Path, runs: int) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repo", type=Path, default=Path(__file__).resolve().parent.parent)
+    parser.add_argument("--repo", type=existing_dir, default=Path(__file__).resolve().parent.parent)
     parser.add_argument("--runs", type=positive_int, default=15)
     options = parser.parse_args()
     asyncio.run(main(options.repo.resolve(), options.runs))

@@ -46,6 +46,23 @@ def positive_ints(text: str) -> list[int]:
     return [positive_int(part.strip()) for part in text.split(",")]
 
 
+def existing_dir(text: str) -> Path:
+    """An argparse ``type`` for a directory to read (a repository, a checkout): one usage line, not a traceback
+    or a measurement of something else."""
+    path = Path(text)
+    if not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a directory")
+    return path
+
+
+def existing_file(text: str) -> Path:
+    """An argparse ``type`` for a file to read (texts, labelled items)."""
+    path = Path(text)
+    if not path.is_file():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a file")
+    return path
+
+
 def plot_path(text: str) -> Path:
     """An argparse ``type`` for ``--plot``: checked before the measurement, which takes minutes, instead of
     after it (a missing matplotlib printed a hint and exited 0; a missing directory was a traceback)."""

@@ -26,6 +26,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchlib import existing_dir
+
 from hive.judge.local import LocalTier
 from hive.judge.questions import BooleanQuestion, ChoiceQuestion
 
@@ -150,7 +152,7 @@ async def evaluate(evals: Path) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--evals", type=Path, default=DEFAULT_EVALS)
+    parser.add_argument("--evals", type=existing_dir, default=DEFAULT_EVALS)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
     report = asyncio.run(evaluate(args.evals))

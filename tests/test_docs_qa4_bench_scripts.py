@@ -46,3 +46,23 @@ def test_a_plot_without_matplotlib_is_refused(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # what an environment without the bench extra has
     with pytest.raises(argparse.ArgumentTypeError, match=r"needs matplotlib: .*\[bench\]"):
         plot_path("plot.png")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["bench_judge.py", "--texts", "{missing}"], "is not a file"),
+        (["bench_judge_overhead.py", "--runs", "1", "--root", "{missing}"], "is not a directory"),
+        (["bench_judge_overhead.py", "--runs", "1", "--root", "{empty}"], "holds no hive/judge/local"),
+        (["bench_judge_overhead.py", "--runs", "1", "--texts", "{missing}"], "is not a file"),
+        (["bench_tools.py", "--runs", "1", "--repo", "{missing}"], "is not a directory"),
+        (["eval_local.py", "--evals", "{missing}"], "is not a directory"),
+    ],
+)
+def test_a_path_option_naming_nothing_usable_is_a_usage_error(args: list[str], message: str, tmp_path: Path) -> None:
+    """A --root that was not a checkout measured this checkout and printed the other's name; a --texts that was
+    not there fell back to other texts silently; a --repo or --texts that was not there was a traceback."""
+    paths = {"missing": str(tmp_path / "missing"), "empty": str(tmp_path)}
+    done = subprocess.run([sys.executable, str(SCRIPTS / args[0]), *(a.format(**paths) for a in args[1:])],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr
