@@ -31,8 +31,9 @@ and once with the cap lifted. Measured from the run directory:
 - precision: of the deliveries, the share that should have been made.
 
 The alternatives are computed from the same utterances: broadcast sends every utterance to the five other
-bees, rendered as hive renders a note (``- bee-N: <text>``), with recall 1 and precision the share of those
-that should have been sent; share-nothing injects nothing and has recall 0.
+bees, rendered as hive renders a note but without its kind (``- bee-N: <text>``: nothing classifies them),
+with recall 1 and precision the share of those that should have been sent; share-nothing injects nothing and
+has recall 0.
 """
 
 from __future__ import annotations
