@@ -111,6 +111,16 @@ def test_ask_deliver_and_relate(capsys: pytest.CaptureFixture[str]) -> None:
     assert (cross["outcome"], cross["decided_by"], cross["decision"]["reason"]) == ("none", "fallback", "unsure")
 
 
+def test_ask_shows_yes_or_no_for_a_flag_not_python_s_true_or_false(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["judge", "ask", "relate", "--earlier", "rows are lost in the writer", "--later",
+                 "rows are lost in the query, not in the writer", "--same-bee", "--judge", RULES]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert " · same_bee yes · " in first and "True" not in first
+    deliver = ["judge", "ask", "deliver", "--note", "flush is skipped", "--focus", "the cron job", "--judge", RULES]
+    assert main(deliver) == 0
+    assert " · by_rule no · " in capsys.readouterr().out.splitlines()[0]
+
+
 def test_ask_deliver_a_decision_with_the_judge_down(capsys: pytest.CaptureFixture[str]) -> None:
     down = f"http:http://127.0.0.1:{closed_port()}/evaluate"
     decision = run_json(

@@ -108,7 +108,9 @@ def _show(row: GateDecision | None, summary: dict[str, Any], as_json: bool) -> N
         typer.echo(f"{summary['gate']}: no decision recorded")
         return
     facts = [
-        f"{key} {value:.2f}" if isinstance(value, float) else f"{key} {value}"
+        f"{key} {value:.2f}" if isinstance(value, float)
+        else f"{key} {'yes' if value else 'no'}" if isinstance(value, bool)  # not Python's True/False
+        else f"{key} {value}"
         for key, value in summary.items()
         if key not in ("gate", "outcome", "publish", "deliver", "relation", "answered") and value is not None
     ]
