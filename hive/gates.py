@@ -28,7 +28,7 @@ import functools
 import itertools
 import logging
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -137,7 +137,7 @@ def word_set(text: str) -> frozenset[str]:
     return frozenset(_WORD.findall(text.lower()))
 
 
-def find_duplicate(text: str, board: Sequence[Note]) -> tuple[bool, Note | None]:
+def find_duplicate(text: str, board: Collection[Note]) -> tuple[bool, Note | None]:
     """Whether ``text`` duplicates the board, and which note: at least 80% of its words are in one note.
 
     An utterance with no words at all is a duplicate of nothing in particular: ``(True, None)``.
@@ -354,8 +354,9 @@ class Gates:
 
     # ----------------------------------------------------------------------- publish
 
-    async def publish(self, utterance: Utterance, *, focus: str, board: Sequence[Note]) -> PublishResult:
-        """Should this utterance become a note, and of which kind? Duplicates are dropped by rule first."""
+    async def publish(self, utterance: Utterance, *, focus: str, board: Collection[Note]) -> PublishResult:
+        """Should this utterance become a note, and of which kind? Duplicates are dropped by rule, first and again
+        after the judge if ``board`` (a live view of the notes) gained a copy meanwhile."""
         marked = marked_kind(utterance.text)
         fallback = PublishResult(None, marked is not None, marked, FALLBACK_SCORE if marked else 0.0)
         try:
@@ -365,7 +366,7 @@ class Gates:
             return fallback
 
     async def _publish(
-        self, utterance: Utterance, *, focus: str, board: Sequence[Note], fallback: PublishResult
+        self, utterance: Utterance, *, focus: str, board: Collection[Note], fallback: PublishResult
     ) -> PublishResult:
         fields: dict[str, Any] = {"bee": utterance.bee, "utterance": utterance.uid, "text": utterance.text}
         duplicate, of = find_duplicate(utterance.text, board)
@@ -408,6 +409,14 @@ class Gates:
             score=result.score,
             **fields,
         )
+        if result.publish:
+            # Bees' utterances are judged concurrently: another bee's copy may have reached the board (a live view)
+            # while the judge was asked. The judge's answers stay in the row.
+            late, of = find_duplicate(utterance.text, board)
+            if late and of is not None:
+                row = row.model_copy(update={"outcome": "duplicate", "source": "rule", "note": of.id, "kind": None,
+                                             "score": 0.0, "reason": f"duplicate of {of.id}, published while judged"})
+                return PublishResult(row, False, None, 0.0)
         return PublishResult(row, result.publish, result.kind, result.score)
 
     # ----------------------------------------------------------------------- deliver

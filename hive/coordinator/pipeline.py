@@ -197,7 +197,7 @@ class Pipeline:
 
     async def handle(self, utterance: Utterance) -> None:
         slot = self.bees[utterance.bee]
-        result = await self.gates.publish(utterance, focus=slot.angle, board=list(self.state.notes.values()))
+        result = await self.gates.publish(utterance, focus=slot.angle, board=self.state.notes.values())
         self._log(result.decision)
         if not result.publish or result.kind is None:
             self._arrived.pop(utterance.uid, None)
