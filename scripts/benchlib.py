@@ -66,13 +66,13 @@ def existing_file(text: str) -> Path:
 def plot_path(text: str) -> Path:
     """An argparse ``type`` for ``--plot``: checked before the measurement, which takes minutes, instead of
     after it (a missing matplotlib printed a hint and exited 0; a missing directory was a traceback)."""
+    path = Path(text)
+    if not path.parent.is_dir():
+        raise argparse.ArgumentTypeError(f"{str(path.parent)!r} is not a directory")
     try:
         import matplotlib  # noqa: F401
     except ImportError:
         raise argparse.ArgumentTypeError("drawing needs matplotlib: .venv/bin/pip install -e '.[bench]'") from None
-    path = Path(text)
-    if not path.parent.is_dir():
-        raise argparse.ArgumentTypeError(f"{str(path.parent)!r} is not a directory")
     return path
 
 
