@@ -389,12 +389,21 @@ async def test_cgroups_left_by_a_killed_bee_are_swept(repo: Path) -> None:
     ours = [p.path / f"hive-{os.getpid()}-999999" for p in parents.values()]
     for path in {*stale, *ours}:
         path.mkdir()
+    # What a bee killed while bubblewrap set its sandbox up leaves in its cgroup: a process nobody will end.
+    orphan = await asyncio.create_subprocess_exec("sleep", "300")
+    for path in stale:
+        (path / "cgroup.procs").write_text(str(orphan.pid))
     tool = BashTool(repo, timeout=30)
     try:
         assert (await tool.run({"command": "true"})).ok
+        assert await asyncio.wait_for(orphan.wait(), 10) == -signal.SIGKILL
+        assert (await tool.run({"command": "true"})).ok  # the next sweep finds the cgroups empty
         assert not any(path.exists() for path in stale)
         assert all(path.exists() for path in ours)  # a live hive's cgroup is its own to remove
     finally:
+        with contextlib.suppress(ProcessLookupError):
+            orphan.kill()
+        await orphan.wait()
         await tool.aclose()
         for path in {*stale, *ours}:
             with contextlib.suppress(FileNotFoundError):

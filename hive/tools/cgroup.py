@@ -181,11 +181,16 @@ class SandboxGroup:
 
 def _sweep(parent: Path) -> None:
     """Remove the cgroups a killed bee left behind: ours are named ``hive-<pid>-<n>``, and one whose process
-    is gone has no one to remove it. A cgroup still holding processes cannot be removed and stays."""
+    is gone has no one to remove it. A process still in one was orphaned with its bee (bubblewrap killed while
+    it set the sandbox up blocks for good before the command, and its lifeline, start) and is killed; its
+    cgroup goes at the next sweep, once the process has."""
     with contextlib.suppress(OSError):
         for path in parent.glob("hive-*-*"):
             owner = path.name.split("-")[1]
             if owner.isdigit() and not _alive(int(owner)):
+                for pid in _pids(path):
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.kill(pid, signal.SIGKILL)
                 with contextlib.suppress(OSError):
                     path.rmdir()
 
