@@ -269,14 +269,11 @@ def report(size: int, mode: str, m: Measured, b: Measured, runs: Sequence[Measur
 
 
 def plot(rows: Sequence[tuple[int, str, Measured, Measured]], path: Path) -> None:
-    try:
-        import matplotlib
+    import matplotlib  # --plot (plot_path) checked that it is installed
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib is missing: .venv/bin/pip install -e '.[bench]' to draw the plot")
-        return
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
     by_mode: dict[str, list[tuple[int, Measured]]] = defaultdict(list)
     for size, mode, m, _ in rows:

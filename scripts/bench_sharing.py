@@ -176,14 +176,11 @@ def broadcast(planned: list[Planned]) -> dict[str, float]:
 
 
 def plot(rows: dict[str, dict[str, float]], path: Path) -> None:
-    try:
-        import matplotlib
+    import matplotlib  # --plot (plot_path) checked that it is installed
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib is missing: .venv/bin/pip install -e '.[bench]' to draw the plot")
-        return
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     names = list(rows)
     colors = ["#9e9e9e", "#f2a541", "#3a7ca5", "#d9d9d9"][: len(names)]
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
