@@ -113,6 +113,16 @@ class BeeInfo(Record):
     reason: str | None = None
 
 
+class CoordinatorUsage(Record):
+    """The coordinator's own model calls (planning the angles, writing the answer), over the run and its resumes."""
+
+    model: str = ""
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None
+
+
 class RunInfo(Record):
     """``run.json``: what was asked, with what, and how it ended. Rewritten atomically as the run goes."""
 
@@ -135,6 +145,8 @@ class RunInfo(Record):
     """The coordinator's process id, so a reader can tell a crashed run from a running one."""
     host: str | None = None
     settings: dict[str, Any] = Field(default_factory=dict)
+    coordinator: CoordinatorUsage | None = None
+    """Absent until the coordinator calls a model (not for a run with ``--angle`` given and no answer yet)."""
 
 
 # --------------------------------------------------------------------------- board.jsonl

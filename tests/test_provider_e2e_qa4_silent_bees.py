@@ -37,6 +37,9 @@ class Said:
     def bee_finished(self, *bee: Any) -> None:
         pass
 
+    def spent(self, *usage: Any) -> None:
+        pass
+
 
 def options(root: Path, bees: dict[str, list[dict[str, Any]]], **budgets: float) -> StartOptions:
     script = write_script(root, bees)

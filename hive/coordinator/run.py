@@ -41,11 +41,13 @@ from hive.gates import Gates, highest_number, sequential_ids
 from hive.judge.base import Tier
 from hive.judge.engine import Judge
 from hive.judge.tiers import build_tiers
+from hive.providers.base import Metered, TokenUsage
 from hive.providers.registry import infer_model
 from hive.records import (
     BeeBrief,
     BeeInfo,
     BeeOutcome,
+    CoordinatorUsage,
     InboxItem,
     Notes,
     Ready,
@@ -154,6 +156,8 @@ class Coordinator:
         """Bee tasks still running, their pipeline workers included."""
         self._repo_head = git_head(opts.repo)
         self.resumed_at: list[str] = []
+        self.own_usage: CoordinatorUsage | None = None
+        """What the coordinator's own model calls (planning, the answer) spent, resumes included."""
         if earlier is not None:
             self._take_up(earlier)
 
@@ -164,6 +168,7 @@ class Coordinator:
         self._repo_head = info.repo_head  # what the earlier findings were made on; the CLI warns if HEAD moved
         self.resumed_at = [*(info.resumed_at or ()), now_iso()]
         self.angle_source = info.settings.get("angles_from", self.angle_source)
+        self.own_usage = info.coordinator
         self.verifiers = sum(b.id.startswith("verify-") for b in info.bees)
         restarted = set(earlier.restarted())
         for b in info.bees:
@@ -221,6 +226,7 @@ class Coordinator:
                 "answer_from": self.answer_source, "stall_timeout": self.opts.stall_timeout,
                 "max_steps": self.opts.max_steps,
             },
+            coordinator=self.own_usage,
         )
 
     def _save(self) -> None:
@@ -337,11 +343,12 @@ class Coordinator:
             return list(self.opts.angles)
         self._say(f"planning {n} angles with {self.opts.model}")
         try:
-            model = infer_model(self.opts.model, agent="planner")
+            model = Metered(infer_model(self.opts.model, agent="planner"))
             try:
                 planned = await self._model_call(plan_angles(model, self.opts.problem, n))
                 return [self._scrub.text(a) for a in planned]
             finally:
+                self._spent(model)
                 await model.aclose()
         except Exception as e:  # planning is best effort: any failure falls back to generic angles
             self.angle_source = "fallback"
@@ -349,6 +356,14 @@ class Coordinator:
             self._say(f"angle planning {how}; using generic angles")
             role = load_role(self.opts.role, cwd=self.opts.repo)
             return fallback_angles(n, getattr(role, "angles", None) or ())
+
+    def _spent(self, model: Metered) -> None:
+        """Count what one of the coordinator's own models spent, in ``run.json`` and in the live view."""
+        if model.calls == 0:
+            return
+        self.own_usage = add_usage(self.own_usage, model)
+        if self.view is not None:
+            self.view.spent(model.usage.input_tokens + model.usage.output_tokens, model.usage.cost_usd)
 
     async def _model_call(self, call: Coroutine[Any, Any, T]) -> T:
         """Await the coordinator's own model call (planning, the answer) so that Ctrl-C cuts it short at once,
@@ -591,7 +606,7 @@ class Coordinator:
             self._say("writing the answer (Ctrl-C writes a digest of the reports instead)")
             model = None
             try:
-                model = infer_model(self.opts.model, agent="answer")
+                model = Metered(infer_model(self.opts.model, agent="answer"))
                 body = await self._model_call(synthesize(model, self.opts.problem, reports, state))
             except CutShort:
                 self.answer_source = "digest"
@@ -603,10 +618,19 @@ class Coordinator:
                 body = digest(reports)
             finally:
                 if model is not None:
+                    self._spent(model)
                     await model.aclose()
         text = self._scrub.text(compose_answer(self.opts.problem, body, reports, state, note))
         write_text_atomic(self.paths.answer, text)
         return text
+
+
+def add_usage(usage: CoordinatorUsage | None, model: Metered) -> CoordinatorUsage:
+    """``usage`` with the calls of ``model`` added (its model becomes the one named: the latest used)."""
+    usage = usage or CoordinatorUsage()
+    total = TokenUsage(usage.input_tokens, usage.output_tokens, usage.cost_usd) + model.usage
+    return CoordinatorUsage(model=model.name, calls=usage.calls + model.calls, input_tokens=total.input_tokens,
+                            output_tokens=total.output_tokens, cost_usd=total.cost_usd)
 
 
 def waiting_note(disputes: Sequence[DisputeState], timeout: float, now: float) -> str:

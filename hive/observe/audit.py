@@ -152,6 +152,8 @@ class BeeFigures(Figures):
 class Totals(Figures):
     bee_tokens: int | None
     judge_tokens: int
+    coordinator_tokens: int | None = None
+    """The coordinator's own model calls: planning the angles and writing the answer."""
     cost_usd: float | None
 
 
@@ -486,6 +488,9 @@ def compute_audit(
         bee_rows = [row for row in bee_rows if row.id == bee]
     bee_tokens = [row.tokens for row in bee_rows if row.tokens is not None]
     costs = [row.cost_usd for row in bee_rows if row.cost_usd is not None]
+    own = info.coordinator if bee is None else None  # a bee's figures leave out the run's planning and answer
+    if own is not None and own.cost_usd is not None:
+        costs.append(own.cost_usd)
     funnel = funnel_figures(decisions, board, bee=bee)
     filters = {k: v for k, v in (("gate", gate), ("bee", bee)) if v is not None}
     return AuditReport(
@@ -506,6 +511,7 @@ def compute_audit(
         totals=Totals(
             bee_tokens=sum(bee_tokens) if bee_tokens else None,
             judge_tokens=sum(g.tokens for g in gates.values()),
+            coordinator_tokens=own.input_tokens + own.output_tokens if own is not None else None,
             cost_usd=round(sum(costs), 6) if costs else None,
         ),
         near_threshold=near_threshold(gated, notes, limit=near),
@@ -675,6 +681,8 @@ def _bee_lines(report: AuditReport) -> list[str]:
                      str(b.received), str(b.reached), _tokens(b.tokens), _cost(b.cost_usd), outcome))
     t = report.totals
     tokens = f"Tokens: bees {_tokens(t.bee_tokens)}, judge {_tokens(t.judge_tokens)}"
+    if t.coordinator_tokens is not None:
+        tokens += f", coordinator {_tokens(t.coordinator_tokens)}"
     totals = f"{tokens}; cost {_cost(t.cost_usd)}"
     return ["Bees", *_table(rows, indent=2, left=(0, 1, 2, 9)), totals]
 

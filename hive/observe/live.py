@@ -95,10 +95,19 @@ class Said:
     at: str = field(default_factory=now_iso)
 
 
+@dataclass(frozen=True)
+class Spent:
+    """What one of the coordinator's own model calls cost (planning the angles, writing the answer)."""
+
+    tokens: int
+    cost_usd: float | None = None
+    at: str = field(default_factory=now_iso)
+
+
 LiveEvent = (
     Ready | Utterance | Activity | Usage | Received | Report
     | Note | Relation | Dispute | Resolution | Delivery | Verifier
-    | GateDecision | BeeStarted | BeeFinished | Said
+    | GateDecision | BeeStarted | BeeFinished | Said | Spent
 )
 
 
@@ -163,9 +172,10 @@ class LiveState:
             used = usage_from_bee_info(bee)
             if used is not None:
                 row.tokens, row.cost_usd = used.tokens, used.cost_usd
-                state.tokens += used.tokens
-                if used.cost_usd is not None:
-                    state.cost_usd = (state.cost_usd or 0.0) + used.cost_usd
+                state._spend(used.tokens, used.cost_usd)
+        if info.coordinator is not None:
+            own = info.coordinator
+            state._spend(own.input_tokens + own.output_tokens, own.cost_usd)
         for event in earlier:
             state.apply(event)
         return state
@@ -183,6 +193,8 @@ class LiveState:
                 self._finish(event.bee, event.outcome, event.reason)
             case Said():
                 self.message = event.text
+            case Spent():
+                self._spend(event.tokens, event.cost_usd)
             case Ready() | Utterance() | Received():
                 self._seen(event.bee, when)
             case Activity():
@@ -194,10 +206,9 @@ class LiveState:
                 row = self._seen(event.bee, when)
                 used = event.input_tokens + event.output_tokens
                 row.tokens += used
-                self.tokens += used
                 if event.cost_usd is not None:
                     row.cost_usd = (row.cost_usd or 0.0) + event.cost_usd
-                    self.cost_usd = (self.cost_usd or 0.0) + event.cost_usd
+                self._spend(used, event.cost_usd)
             case Report():
                 self._seen(event.bee, when)
                 self._finish(event.bee, event.outcome, event.reason)
@@ -219,6 +230,11 @@ class LiveState:
 
     def _bee(self, bee: str) -> BeeRow:
         return self.bees.setdefault(bee, BeeRow(bee))
+
+    def _spend(self, tokens: int, cost_usd: float | None) -> None:
+        self.tokens += tokens
+        if cost_usd is not None:
+            self.cost_usd = (self.cost_usd or 0.0) + cost_usd
 
     def _seen(self, bee: str, when: dt.datetime) -> BeeRow:
         row = self._bee(bee)
@@ -516,6 +532,9 @@ class LiveView:
 
     def bee_finished(self, bee_id: str, outcome: str, reason: str | None) -> None:
         self.on_event(BeeFinished(bee_id, outcome, reason))
+
+    def spent(self, tokens: int, cost_usd: float | None) -> None:
+        self.on_event(Spent(tokens, cost_usd))
 
     def message(self, text: str) -> None:
         """A line from the coordinator, such as "planning angles…"."""

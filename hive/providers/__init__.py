@@ -6,6 +6,7 @@ Make a model from a spec with :func:`hive.providers.registry.infer_model`; see d
 from hive.providers.base import (
     ErrorKind,
     Message,
+    Metered,
     Model,
     ModelResponse,
     ModelSettings,
@@ -18,6 +19,7 @@ from hive.providers.base import (
 __all__ = [
     "ErrorKind",
     "Message",
+    "Metered",
     "Model",
     "ModelResponse",
     "ModelSettings",

@@ -150,6 +150,31 @@ class Model(Protocol):
     async def aclose(self) -> None: ...
 
 
+class Metered:
+    """A :class:`Model` that adds up the usage of the replies it passes on: the coordinator's own calls
+    (planning the angles, writing the answer), which no bee reports."""
+
+    def __init__(self, model: Model) -> None:
+        self.model = model
+        self.name = model.name
+        self.calls = 0
+        self.usage = TokenUsage()
+
+    async def request(
+        self,
+        messages: list[Message],
+        tools: list[ToolSpec] | None = None,
+        settings: ModelSettings | None = None,
+    ) -> ModelResponse:
+        reply = await self.model.request(messages, tools, settings)
+        self.calls += 1
+        self.usage += reply.usage
+        return reply
+
+    async def aclose(self) -> None:
+        await self.model.aclose()
+
+
 ErrorKind = Literal[
     "timeout", "unreachable", "auth", "rate_limited", "server", "bad_request", "invalid_response"
 ]
