@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -17,7 +18,7 @@ from hive.judge.modes import gate_modes, parse_gate_modes
 from hive.judge.questions import BooleanQuestion, ChoiceQuestion
 from hive.judge.tiers import build_tiers, parse_tiers, resolve_tier_spec
 from hive.judge.tiers.http import HttpTier
-from hive.judge.tiers.llm import LlmTier, find_json_object, parse_verbalized
+from hive.judge.tiers.llm import REASONING_ALLOWANCE, LlmTier, find_json_object, parse_verbalized
 from hive.judge.tiers.script import ScriptTier
 from hive.providers.anthropic import AnthropicModel
 from hive.providers.base import Message, ModelResponse, ModelSettings, TokenUsage, ToolSpec
@@ -397,6 +398,42 @@ async def test_llm_tier_over_anthropic_uses_verbalized_json() -> None:
     assert len(bodies) == 1 and "JSON object" in json.dumps(bodies[0]["messages"])
     assert verdict.answers["news"].zone == "no" and verdict.answers["news"].verbalized
     assert verdict.answers["kind"].pick == "blocker" and verdict.tokens == 120
+
+
+@pytest.mark.parametrize("name", ["o4-mini", "gpt-5-mini"])
+async def test_an_openai_reasoning_model_is_asked_in_json_with_room_to_think(name: str) -> None:
+    """Its hidden reasoning counts against the output cap, and it gives no logprobs: a code request capped at a
+    few tokens would come back empty on every item, and fail open for good."""
+    bodies: list[dict[str, Any]] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        bodies.append(json.loads(request.content))
+        text = '{"news": {"p": 0.95}, "kind": {"pick": "finding", "p": 0.9}}'
+        return httpx.Response(200, json={
+            "model": name, "choices": [{"message": {"role": "assistant", "content": text}}],
+            "usage": {"prompt_tokens": 300, "completion_tokens": 400,
+                      "completion_tokens_details": {"reasoning_tokens": 380}}})
+
+    tier = LlmTier(OpenAIChatModel(name, api_key="k", transport=httpx.MockTransport(handler)))
+    verdict = await Judge([tier]).ask("publish", [NEWS, KIND], STATE)
+    assert verdict.reason is None and verdict.answers["kind"].pick == "finding" and verdict.tokens == 700
+    assert len(bodies) == 1  # no wasted code request
+    body = bodies[0]
+    assert body["max_completion_tokens"] >= REASONING_ALLOWANCE and body["reasoning_effort"] == "low"
+    assert "temperature" not in body and "logprobs" not in body and body["response_format"] == {"type": "json_object"}
+
+
+async def test_a_chat_model_s_json_request_stays_small_and_says_nothing_of_reasoning() -> None:
+    bodies: list[dict[str, Any]] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        bodies.append(json.loads(request.content))
+        return httpx.Response(200, json={"choices": [{"message": {"role": "assistant", "content": '{"news": 0.9}'}}]})
+
+    tier = LlmTier(OpenAIChatModel("gpt-4.1-mini", api_key="k", transport=httpx.MockTransport(handler)))
+    tier.logprobs = False
+    await Judge([tier]).ask("publish", [NEWS], STATE)
+    assert bodies[0]["max_completion_tokens"] < 200 and "reasoning_effort" not in bodies[0]
 
 
 async def test_llm_tier_auth_failure_from_the_provider() -> None:

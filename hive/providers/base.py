@@ -76,6 +76,8 @@ class ModelSettings:
     tools_closed: bool = False
     """The tools are still described (a conversation with tool calls needs them) but must not be called: the
     bee's time is up and its report is due. OpenAI and Anthropic are told so with ``tool_choice: none``."""
+    reasoning_effort: Literal["low", "medium", "high"] | None = None
+    """How much a reasoning model may think before it answers (OpenAI-compatible endpoints; sent only when set)."""
 
 
 @dataclass(frozen=True)

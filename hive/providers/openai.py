@@ -36,10 +36,16 @@ _OPENAI_REASONING_MODEL = re.compile(r"^(?:o\d|gpt-5(?!-chat))")
 """OpenAI's reasoning models (o1, o3, o4-mini, gpt-5, gpt-5-mini …; not gpt-5-chat)."""
 
 
+def is_reasoning_model(provider: str, model: str) -> bool:
+    """One of OpenAI's reasoning models: they think in hidden tokens that count against the output cap, give
+    no token log probabilities, and refuse any temperature but the default."""
+    return provider == "openai" and _OPENAI_REASONING_MODEL.match(model) is not None
+
+
 def takes_temperature(provider: str, model: str) -> bool:
     """Whether a request may set ``temperature``: OpenAI's reasoning models refuse any value but the default
     with HTTP 400, which would fail angle planning and the answer, both asked at a low temperature."""
-    return not (provider == "openai" and _OPENAI_REASONING_MODEL.match(model))
+    return not is_reasoning_model(provider, model)
 
 
 def build_request(
@@ -79,6 +85,8 @@ def build_request(
         body["top_logprobs"] = settings.top_logprobs
     if settings.json_output:
         body["response_format"] = {"type": "json_object"}
+    if settings.reasoning_effort is not None:
+        body["reasoning_effort"] = settings.reasoning_effort
     return body
 
 

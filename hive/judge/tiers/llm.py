@@ -33,6 +33,7 @@ from hive.judge.questions import BooleanQuestion, ChoiceQuestion, Question
 from hive.judge.tiers import DEFAULT_TIMEOUTS
 from hive.judge.tiers.http import status_failure
 from hive.providers.base import Message, Model, ModelResponse, ModelSettings, ProviderError
+from hive.providers.openai import is_reasoning_model
 
 SYSTEM_PROMPT = (
     "You are a careful, literal classifier for a team of software investigators (called bees) who work "
@@ -43,6 +44,9 @@ TOP_LOGPROBS = 10
 NO_LOGPROBS_PROVIDERS = frozenset({"anthropic"})
 """Providers whose API has no token log probabilities: their tier asks for JSON from the first call, in one
 request, rather than learning it from a wasted code request."""
+REASONING_ALLOWANCE = 2048
+"""Output tokens a reasoning model may think in before its JSON answer, on top of the answer's own: its hidden
+reasoning counts against the cap, and a cap sized for the answer alone gets an empty reply every time."""
 
 
 def codes_of(question: Question) -> list[str]:
@@ -237,7 +241,10 @@ class LlmTier:
         self.model = model
         self.id = id or f"llm:{model.name}"
         self.timeout = timeout
-        known = model.name.partition(":")[0] in NO_LOGPROBS_PROVIDERS
+        provider, _, name = model.name.partition(":")
+        self.reasoning = is_reasoning_model(provider, name)
+        """Asked in JSON from the first call, with room to think, and told to think little."""
+        known = provider in NO_LOGPROBS_PROVIDERS or self.reasoning
         self.logprobs: bool | None = False if known else None
         """Whether the endpoint gives token logprobs; unknown until the first reply, unless its API never does."""
 
@@ -273,7 +280,9 @@ class LlmTier:
                 else:
                     refused = True
             settings = ModelSettings(
-                max_tokens=60 * len(questions) + 40, temperature=0.0, timeout=self.timeout, json_output=True
+                max_tokens=60 * len(questions) + 40 + (REASONING_ALLOWANCE if self.reasoning else 0),
+                temperature=0.0, timeout=self.timeout, json_output=True,
+                reasoning_effort="low" if self.reasoning else None,
             )
             response = await self._request(json_prompt(questions, state), settings)
             if refused:
