@@ -92,6 +92,7 @@ def start_command(
     for spec in dict.fromkeys(s for s in (model, investigator.model, verifier.model) if s):
         check_model_spec(spec)  # a missing key or script is refused now, not in a bee minutes later
     model = resolve_spec(model)
+    _check_model_timeout(stall_timeout)
     tier_specs = [resolve_tier_spec(spec) for spec in parse_tiers(judge)]  # resumable from anywhere
     if race and all(spec == "local" for spec in tier_specs):
         typer.echo(_RACE_NEEDS_A_TIER, err=True)
@@ -136,6 +137,7 @@ def resume_command(
         verifier = load_role("verifier", cwd=opts.repo)
         for spec in dict.fromkeys(s for s in (opts.model, verifier.model, *(b.model for b in info.bees)) if s):
             check_model_spec(spec)
+        _check_model_timeout(opts.stall_timeout)
         parse_tiers(",".join(opts.judge))
         earlier = load_earlier(paths, info)
         for warning in earlier.warnings:
@@ -148,6 +150,17 @@ def resume_command(
         intro = (f"hive: resuming run {info.id}: starting {', '.join(restarted) or 'no bee'} again"
                  f" on {len(earlier.board)} board records")
         return run_hive(opts, as_json=as_json, mode=_view_mode(plain, quiet), intro=intro, earlier=earlier)
+
+
+def _check_model_timeout(stall_timeout: float) -> None:
+    """Refuse a bad ``HIVE_MODEL_TIMEOUT`` in one line; warn when the watchdog would cut a slow reply short."""
+    from hive.providers.registry import MODEL_TIMEOUT_ENV, model_timeout
+
+    timeout = model_timeout()
+    if timeout is not None and timeout >= stall_timeout:
+        typer.echo(f"hive: warning: {MODEL_TIMEOUT_ENV} ({timeout:g} s) is not below --stall-timeout "
+                   f"({stall_timeout:g} s): the watchdog wraps up a bee still waiting for its model's reply; "
+                   "raise --stall-timeout", err=True)
 
 
 @contextlib.contextmanager

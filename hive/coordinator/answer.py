@@ -35,7 +35,13 @@ class BeeReport:
     text: str
 
 
-async def plan_angles(model: Model, problem: str, n: int, request_timeout: float = 120.0) -> list[str]:
+PLANNING_TIMEOUT = 120.0
+ANSWER_TIMEOUT = 180.0
+"""Seconds for one attempt at the coordinator's own calls, unless ``HIVE_MODEL_TIMEOUT`` says otherwise: the
+answer reads every report and the board, so it gets longer than a bee's turn."""
+
+
+async def plan_angles(model: Model, problem: str, n: int, request_timeout: float = PLANNING_TIMEOUT) -> list[str]:
     """Ask the model for ``n`` distinct, self-contained angles. Raises ValueError when the reply is unusable."""
     prompt = (
         f"Problem to investigate in a code repository:\n{problem}\n\n"
@@ -124,7 +130,7 @@ def reports_section(reports: Sequence[BeeReport]) -> str:
 
 
 async def synthesize(model: Model, problem: str, reports: Sequence[BeeReport], state: BoardState,
-                     request_timeout: float = 180.0) -> str:
+                     request_timeout: float = ANSWER_TIMEOUT) -> str:
     """The main model's answer: answer first, then the evidence."""
     prompt = (
         f"Problem:\n{problem}\n\nThe investigators' final reports:\n\n{reports_section(reports)}\n\n"

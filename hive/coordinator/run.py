@@ -25,6 +25,8 @@ from typing import Any, TypeVar
 from hive import __version__
 from hive.board import DisputeState, fold
 from hive.coordinator.answer import (
+    ANSWER_TIMEOUT,
+    PLANNING_TIMEOUT,
     BeeReport,
     compose_answer,
     digest,
@@ -42,7 +44,7 @@ from hive.judge.base import Tier
 from hive.judge.engine import Judge
 from hive.judge.tiers import build_tiers
 from hive.providers.base import Metered, TokenUsage
-from hive.providers.registry import infer_model
+from hive.providers.registry import infer_model, model_timeout
 from hive.records import (
     BeeBrief,
     BeeInfo,
@@ -345,7 +347,8 @@ class Coordinator:
         try:
             model = Metered(infer_model(self.opts.model, agent="planner"))
             try:
-                planned = await self._model_call(plan_angles(model, self.opts.problem, n))
+                timeout = model_timeout() or PLANNING_TIMEOUT
+                planned = await self._model_call(plan_angles(model, self.opts.problem, n, timeout))
                 return [self._scrub.text(a) for a in planned]
             finally:
                 self._spent(model)
@@ -607,7 +610,8 @@ class Coordinator:
             model = None
             try:
                 model = Metered(infer_model(self.opts.model, agent="answer"))
-                body = await self._model_call(synthesize(model, self.opts.problem, reports, state))
+                timeout = model_timeout() or ANSWER_TIMEOUT
+                body = await self._model_call(synthesize(model, self.opts.problem, reports, state, timeout))
             except CutShort:
                 self.answer_source = "digest"
                 note = "Interrupted while the answer was being written: a digest of the reports."

@@ -8,6 +8,9 @@ Specs::
     openai-compat:<model>   HIVE_BASE_URL (required), HIVE_API_KEY (optional)
     script:<file>           a JSON script, see hive.providers.script
 
+HIVE_MODEL_TIMEOUT (seconds, optional) replaces the 120 s limit on one request attempt of every HTTP model
+(bees, angle planning, the answer; not the judge's ``llm:`` tier), for models slower than that.
+
 Everything after the first colon is the model name, so ``ollama:qwen2.5-coder:7b`` names the model
 ``qwen2.5-coder:7b``. Provider modules are imported only when a model of theirs is made, so that a bee process
 that plays a script never loads the HTTP stack.
@@ -17,8 +20,8 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -34,6 +37,8 @@ if TYPE_CHECKING:
 PROVIDERS = ("openai", "anthropic", "ollama", "openai-compat", "script")
 REQUIRED_KEYS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 OLLAMA_DEFAULT_HOST = "http://localhost:11434"
+MODEL_TIMEOUT_ENV = "HIVE_MODEL_TIMEOUT"
+MAX_MODEL_TIMEOUT = 86_400.0
 
 
 @dataclass(frozen=True)
@@ -84,6 +89,10 @@ def infer_model(
     """
     parsed = parse_model_spec(spec)
     config = _configure(parsed, os.environ if env is None else env)
+    if retry is None and isinstance(config, _Endpoint) and config.timeout is not None:
+        from hive.providers.retry import RetryPolicy
+
+        retry = RetryPolicy(timeout=config.timeout)
     if isinstance(config, _Script):
         from hive.providers.script import ScriptModel
 
@@ -119,11 +128,28 @@ def resolve_spec(spec: str, cwd: str | Path | None = None) -> str:
 class _Endpoint:
     base_url: str
     api_key: str | None
+    timeout: float | None = None
 
 
 @dataclass(frozen=True)
 class _Script:
     script: Script
+
+
+def model_timeout(env: Mapping[str, str] | None = None) -> float | None:
+    """``HIVE_MODEL_TIMEOUT`` in seconds, or ``None`` when it is not set; a one-line :class:`UsageError` when it
+    is not a number of seconds from 1 to a day."""
+    text = (os.environ if env is None else env).get(MODEL_TIMEOUT_ENV, "").strip()
+    if not text:
+        return None
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = float("nan")
+    if not 1.0 <= seconds <= MAX_MODEL_TIMEOUT:  # NaN fails this too
+        raise UsageError(f"{MODEL_TIMEOUT_ENV} must be a number of seconds from 1 to {MAX_MODEL_TIMEOUT:.0f}, "
+                         f"not {text[:40]!r}")
+    return seconds
 
 
 def _configure(spec: ModelSpec, env: Mapping[str, str]) -> _Endpoint | _Script:
@@ -135,6 +161,11 @@ def _configure(spec: ModelSpec, env: Mapping[str, str]) -> _Endpoint | _Script:
         from hive.providers.script import load_script
 
         return _Script(load_script(spec.model))
+    endpoint = _endpoint(spec, value)
+    return replace(endpoint, timeout=model_timeout(env))
+
+
+def _endpoint(spec: ModelSpec, value: Callable[[str], str | None]) -> _Endpoint:
     required = REQUIRED_KEYS.get(spec.provider)
     if required and value(required) is None:
         raise UsageError(f"model {str(spec)!r} needs {required} in the environment")
