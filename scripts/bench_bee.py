@@ -45,7 +45,8 @@ def _status(pid: int) -> dict[str, int]:
     return fields
 
 
-def _setup(root: Path, model: str) -> Path:
+def write_brief(root: Path, model: str) -> Path:
+    """A small repository, a script whose first turn waits, and the brief of one bee on them; the brief's path."""
     repo = root / "repo"
     repo.mkdir()
     (repo / "app.py").write_text("def answer():\n    return 41  # off by one\n")
@@ -71,7 +72,7 @@ def _setup(root: Path, model: str) -> Path:
 
 
 def measure_once(root: Path, model: str, env: dict[str, str]) -> tuple[float, int, int]:
-    brief = _setup(root, model)
+    brief = write_brief(root, model)
     transcript = brief.parent / "transcript.jsonl"
     started = time.perf_counter()
     proc = subprocess.Popen(

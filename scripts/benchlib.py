@@ -348,6 +348,29 @@ def proc_sample(pid: int) -> ProcSample | None:
                       mem.get("VmHWM", 0))
 
 
+def bee_samples(coordinator: int) -> dict[int, ProcSample]:
+    """CPU and memory of the children of ``coordinator`` that run a bee (``python -m hive.bee``), by pid.
+
+    A child is left out until it has exec'd the bee. Between fork and exec it is a copy of the coordinator: hive
+    spawns bees with a ``preexec_fn`` (a real fork that runs Python code, not a vfork), so its VmRSS and VmHWM are
+    the coordinator's pages at that instant. Since the judge's model loads while the bees start (``f6d9065``), that
+    read as a 45-65 MB "bee peak" where no bee ever went past 39 MB. The command line is read before the status:
+    once it names the bee, the exec has happened, and the status read after it is the bee's own.
+    """
+    samples: dict[int, ProcSample] = {}
+    for child in children_of(coordinator):
+        try:
+            argv = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"hive.bee" not in argv:
+            continue
+        sample = proc_sample(child)
+        if sample is not None:
+            samples[child] = sample
+    return samples
+
+
 def children_of(pid: int) -> list[int]:
     """Direct children of ``pid``, from every thread's ``children`` file."""
     pids: list[int] = []
@@ -372,13 +395,14 @@ class RunMeasurement:
     total_cpu_s: float
     coordinator_hwm_kb: int
     peak_sum_rss_kb: int
-    """The largest sum of resident memory of the coordinator and its live children seen in one sample."""
+    """The largest sum of resident memory of the coordinator and its live bees seen in one sample."""
     peak_live_bees: int
     run_dir: Path
     returncode: int
     stderr: str = ""
     samples: int = 0
     bee_hwm_kb: dict[int, int] = field(default_factory=dict)
+    """Each bee's peak resident memory (VmHWM) by pid, sampled only once it runs the bee (:func:`bee_samples`)."""
 
 
 def run_watched(args: Sequence[str], *, cwd: Path, runs_dir: Path, interval: float = 0.02,
@@ -407,16 +431,11 @@ def run_watched(args: Sequence[str], *, cwd: Path, runs_dir: Path, interval: flo
                 samples += 1
                 last = sample
                 hwm = max(hwm, sample.hwm_kb)
-                total = sample.rss_kb
-                live = 0
-                for child in children_of(proc.pid):
-                    child_sample = proc_sample(child)
-                    if child_sample is not None:
-                        total += child_sample.rss_kb
-                        live += 1
-                        bee_hwm[child] = max(bee_hwm.get(child, 0), child_sample.hwm_kb)
-                peak_sum = max(peak_sum, total)
-                peak_live = max(peak_live, live)
+                bees = bee_samples(proc.pid)
+                for bee, bee_sample in bees.items():
+                    bee_hwm[bee] = max(bee_hwm.get(bee, 0), bee_sample.hwm_kb)
+                peak_sum = max(peak_sum, sample.rss_kb + sum(b.rss_kb for b in bees.values()))
+                peak_live = max(peak_live, len(bees))
             time.sleep(interval)
         wall = time.perf_counter() - started
         proc.returncode = os.waitstatus_to_exitcode(status)
