@@ -330,7 +330,8 @@ class Gates:
     ) -> GateDecision:
         mode = self.modes.get(gate, "active")
         if mode == "shadow":
-            source, reason = "shadow", verdict.reason or "shadow"
+            # a failure the verdict was judged in spite of (on a question it did not need) is no reason
+            source, reason = "shadow", (verdict.reason if judged is None else None) or "shadow"
         elif judged is not None:
             source, reason = "judge", None
         else:

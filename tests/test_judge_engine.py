@@ -92,7 +92,7 @@ async def test_an_unsure_answer_stays_when_the_stronger_tier_is_down() -> None:
     verdict = await Judge([cheap, down]).ask("publish", [NEWS], STATE)
     assert verdict.answers["news"].tier == "cheap" and verdict.answers["news"].zone == "unsure"
     assert verdict.tiers[1].error == "error:unreachable"
-    assert verdict.reason is None
+    assert verdict.reason == "error:unreachable"  # the tier that would have decided is down
 
 
 async def test_the_last_tiers_unsure_answer_replaces_an_earlier_one() -> None:

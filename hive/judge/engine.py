@@ -8,7 +8,10 @@ Per call, tiers are tried in order, cheapest first:
 - a tier that fails (a :class:`TierFailure`, its timeout, any other exception) is skipped, and its
   ``error:<kind>`` is recorded on its :class:`TierCall`;
 - a question no tier may answer gets a neutral answer from tier ``untrusted``; one that every trusted tier
-  failed or abstained on gets a neutral answer from tier ``none``. The policy reads both as unsure.
+  failed or abstained on gets a neutral answer from tier ``none``. The policy reads both as unsure;
+- a question left unsure after a tier asked about it failed has that failure as the verdict's ``reason``:
+  the failing tier is the one that would have decided it (with ``local,llm:...`` the model is asked only what
+  ``local`` was unsure of, so its timeouts would otherwise never show as a reason).
 
 :meth:`Judge.ask` never raises except for cancellation: whatever goes wrong becomes the verdict's
 ``reason`` and the gate falls back. The judge keeps no state between calls.
@@ -47,8 +50,9 @@ class Verdict:
     latency_ms: float = 0.0
     tokens: int = 0
     reason: str | None = None
-    """``None`` when at least one tier answered; otherwise ``error:<kind>`` when some asked tier failed (the
-    others abstained), ``abstain`` when none failed."""
+    """Why the verdict may not decide: ``error:<kind>`` when a tier asked about a question that is still unsure
+    failed (whether or not a weaker tier's unsure answer was kept); otherwise ``abstain`` when no tier answered;
+    ``None`` when tiers answered and none of the unsure questions met a failure."""
     state_digest: str = ""
 
     @property
@@ -123,7 +127,7 @@ class Judge:
         kept_by: dict[str, int] = {}
         settled: set[str] = set()
         calls: list[dict[str, Any]] = []
-        failures: list[str] = []
+        failures: list[tuple[str, list[str]]] = []  # (failure kind, what the failing tier was asked), in order
         tokens = 0
         for index, tier in enumerate(self.tiers):
             asking = [q for q in questions if q.name not in settled and trusts(tier, q)]
@@ -136,16 +140,16 @@ class Judge:
                 got, used_tokens = await self._ask_tier(tier, gate, asking, state)
             except TierFailure as e:
                 call["error"] = f"error:{e.kind}"
-                failures.append(e.kind)
+                failures.append((e.kind, call["asked"]))
                 log.debug("judge: %s: tier %s failed: %s", gate, tier.id, e)
                 got, used_tokens = {}, e.tokens
             except TimeoutError:
                 call["error"] = "error:timeout"
-                failures.append("timeout")
+                failures.append(("timeout", call["asked"]))
                 got, used_tokens = {}, 0
             except Exception as e:  # a tier's bug must not take the pipeline down
                 call["error"] = "error:unexpected"
-                failures.append("unexpected")
+                failures.append(("unexpected", call["asked"]))
                 log.warning("judge: %s: tier %s raised %s: %s", gate, tier.id, type(e).__name__, e)
                 got, used_tokens = {}, 0
             call["latency_ms"] = (time.perf_counter() - tier_started) * 1000
@@ -172,10 +176,12 @@ class Judge:
             )
             for call in calls
         ]
+        # A tier that failed on a question still open explains the unsure verdict better than a weaker tier's
+        # unsure answer kept before it, or a later tier that had nothing to say.
+        open_failures = [kind for kind, asked in failures if not settled.issuperset(asked)]
         reason: str | None = None
-        if not kept_by and failures:
-            # A tier that failed explains an empty verdict better than one that had nothing to say after it.
-            reason = _reason_of_failures(failures)
+        if open_failures:
+            reason = _reason_of_failures(open_failures)
         elif not kept_by:
             reason = "abstain"
         ordered = {q.name: answers[q.name] for q in questions}
