@@ -279,8 +279,10 @@ class Coordinator:
                 await self._judge_unjudged(pipeline, self.earlier)
             async with asyncio.TaskGroup() as tg:
                 self._tasks = tg
-                # The local model loads while the bees start, so that the first decision does not wait for it.
-                tg.create_task(judge.load())
+                # The local model loads while the bees start, so that the first decision does not wait for it; with
+                # every gate off and no race nothing asks the judge, and the load would cost ~250 MB and 0.7 s of CPU.
+                if self.opts.race or any(mode != "off" for mode in gates.modes.values()):
+                    tg.create_task(judge.load())
                 for bee in list(self.bees.values()):
                     if bee.outcome is None:
                         tg.create_task(self._bee_task(bee))
