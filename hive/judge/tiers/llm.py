@@ -12,7 +12,8 @@ All questions of one gate call go in one request. Two ways to get probabilities:
   tolerated. Such answers are marked ``verbalized`` in the ledger.
 
 The tier learns from the first reply which way its endpoint works and keeps to it (a logprob request
-refused as a bad request, when the plain JSON request after it is answered, also means JSON from then on).
+refused as a bad request, when the plain JSON request after it is answered, also means JSON from then on, and
+so does a reply whose tokens come with no alternatives in ``top_logprobs``).
 A question the reply does not answer makes the call an ``invalid_response``.
 """
 
@@ -271,7 +272,9 @@ class LlmTier:
                 response = await self._ask_in_codes(questions, state)
                 if response is not None:
                     tokens += response.usage.total
-                    if response.top_logprobs:
+                    # Some servers answer a logprob request with the sampled tokens' logprobs and empty lists of
+                    # alternatives: without alternatives there is no distribution to read, so that is no logprobs.
+                    if response.top_logprobs and any(response.top_logprobs):
                         self.logprobs = True
                         return TierResult(
                             answers=parse_logprobs(questions, response), tokens=tokens, meta={"mode": "logprobs"}
