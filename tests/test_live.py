@@ -297,9 +297,10 @@ def test_a_resumed_run_is_counted_whole_from_its_files(tmp_path: Path) -> None:
     assert out.getvalue().count("\n") == 1  # what came before is counted, not printed again
     text = "\n".join(line for line, _ in panel_lines(view.state, 200, when(50)))
     judged = sum(d.source != "rule" for d in gate_decisions())
+    tokens = 1200 + sum(d.tokens for d in gate_decisions())  # bee-1's in run.json, the judge's in the gate log
     assert "4 bees: 1 working, 3 done, 0 failed" in text
     assert (f"board 5 notes · 3 withheld · 4 deliveries · 1 correction · 1 conflict notice · 2 disputes (1 open) · "
-            f"{judged} judge decisions · 1200 tokens · $0.01") in text
+            f"{judged} judge decisions · {tokens} tokens · $0.0100") in text
     assert "bee-3     cut short  investigator" in text and "↳ time limit" in text
     assert "bee-1     working  investigator" in text  # started again: its earlier outcome is history
     assert "verify-1 → bee-3  finding 0.99" in text

@@ -251,6 +251,9 @@ def summary(result: Any) -> dict[str, Any]:
         "answer_from": info.settings.get("answer_from"),
         "angles_from": info.settings.get("angles_from"),
         "bees": [b.model_dump(mode="json", exclude_none=True) for b in info.bees],
+        # The coordinator's own calls (planning, the answer) cost money too: without them the bees' figures
+        # above would read as the run's whole bill.
+        "coordinator": info.coordinator.model_dump(mode="json", exclude_none=True) if info.coordinator else None,
         "utterances": stats.utterances,
         "notes": stats.notes,
         "deliveries": stats.deliveries,

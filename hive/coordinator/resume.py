@@ -10,6 +10,7 @@ its conversation (:mod:`hive.bee.resume`).
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from hive.board import fold
 from hive.coordinator.options import StartOptions
 from hive.coordinator.pipeline import inbox_item, verifier_angle
 from hive.errors import StoreError, UsageError
+from hive.providers.base import TokenUsage
 from hive.records import (
     BOARD_ADAPTER,
     BoardRecord,
@@ -57,6 +59,8 @@ class EarlierRun:
     the pipeline judged them). They are judged before the bees start again."""
     warnings: list[str]
     """Corrupt lines skipped while reading (a torn last line is normal after a kill and is not one)."""
+    spent: dict[str, TokenUsage]
+    """By bee id: what its model calls spent, from the ``usage`` line its transcript has for each call."""
 
     def restarted(self) -> list[str]:
         """The bees to start again: every one that did not hand in a full report."""
@@ -105,6 +109,7 @@ def _load_earlier(paths: RunPaths, info: RunInfo) -> EarlierRun:
     reports: dict[str, str] = {}
     unread: dict[str, list[InboxItem]] = {}
     unjudged: dict[str, list[Utterance]] = {}
+    spent: dict[str, TokenUsage] = {}
     for bee in info.bees:
         entries, bee_warnings = read_all(paths.transcript(bee.id), TranscriptEntry)
         warnings += bee_warnings
@@ -113,9 +118,34 @@ def _load_earlier(paths: RunPaths, info: RunInfo) -> EarlierRun:
             reports[bee.id] = texts[-1]
         unread[bee.id] = unread_items(bee.id, board, entries)
         unjudged[bee.id] = unjudged_utterances(bee.id, entries, judged)
+        spent[bee.id] = transcript_usage(entries)
     utterances = Counter(d.bee for d in decisions if d.gate == "publish" and d.bee)
     return EarlierRun(paths, info, board, [d.id for d in decisions], answered, reports, dict(utterances), unread,
-                      unjudged, warnings + gate_warnings)
+                      unjudged, warnings + gate_warnings, spent)
+
+
+def transcript_usage(entries: Sequence[TranscriptEntry]) -> TokenUsage:
+    """The sum of a transcript's ``usage`` lines (the cost stays unknown when no line had one)."""
+    total = TokenUsage()
+    for entry in entries:
+        if entry.event == "usage" and entry.data:
+            total += TokenUsage(int(_number(entry.data.get("input_tokens")) or 0),
+                                int(_number(entry.data.get("output_tokens")) or 0), _number(entry.data.get("cost_usd")))
+    return total
+
+
+def earlier_usage(recorded: TokenUsage, transcript: TokenUsage) -> TokenUsage:
+    """What a bee spent before a resume. ``run.json`` is rewritten only now and then (a bee's end, a spawn), so a
+    coordinator killed between two rewrites leaves it behind the transcript, where the bee writes every call's
+    usage as it comes: the larger of the two is the true one."""
+    return transcript if transcript.total > recorded.total else recorded
+
+
+def _number(value: object) -> float | None:
+    """A finite, non-negative number from a transcript line, else ``None``."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+        return None
+    return float(value)
 
 
 def unjudged_utterances(bee: str, entries: Sequence[TranscriptEntry], judged: Collection[str]) -> list[Utterance]:

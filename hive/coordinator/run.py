@@ -37,7 +37,7 @@ from hive.coordinator.answer import (
 from hive.coordinator.options import StartOptions
 from hive.coordinator.pipeline import Pipeline, PipelineStats, verifier_angle
 from hive.coordinator.process import BeeProcess
-from hive.coordinator.resume import EarlierRun
+from hive.coordinator.resume import EarlierRun, earlier_usage
 from hive.errors import RunFailed, StoreError
 from hive.gates import Gates, highest_number, sequential_ids
 from hive.judge.base import Tier
@@ -176,9 +176,11 @@ class Coordinator:
         for b in info.bees:
             extra = b.model_extra or {}
             said = max(int(extra.get("utterances", 0)), earlier.utterances.get(b.id, 0))
-            bee = BeeRun(b.id, b.angle, b.role, b.model, utterances_before=said,
-                         input_tokens=int(extra.get("input_tokens", 0)),
-                         output_tokens=int(extra.get("output_tokens", 0)), cost_usd=extra.get("cost_usd"))
+            recorded = TokenUsage(int(extra.get("input_tokens", 0)), int(extra.get("output_tokens", 0)),
+                                  extra.get("cost_usd"))
+            used = earlier_usage(recorded, earlier.spent.get(b.id, TokenUsage()))
+            bee = BeeRun(b.id, b.angle, b.role, b.model, utterances_before=said, input_tokens=used.input_tokens,
+                         output_tokens=used.output_tokens, cost_usd=used.cost_usd)
             if b.id in restarted:
                 bee.resume, bee.unread = True, earlier.unread.get(b.id, [])
             else:

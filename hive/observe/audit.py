@@ -28,6 +28,7 @@ from hive.observe.reading import (
     concerns_bee,
     deciding_reading,
     decision_bee,
+    dollars,
     printable,
     same_bee,
     verdict_of,
@@ -217,6 +218,15 @@ def usage_from_bee_info(bee: BeeInfo) -> BeeUsage | None:
     return BeeUsage(tokens or 0, cost)
 
 
+def larger_usage(recorded: BeeUsage | None, logged: BeeUsage | None) -> BeeUsage | None:
+    """A bee's usage: ``run.json``'s (``recorded``), unless its transcript's (``logged``) says more. The bee writes
+    a usage line at every call, while the coordinator rewrites ``run.json`` only now and then (a bee's end, a
+    spawn): one killed mid-run leaves it behind."""
+    if recorded is None or (logged is not None and logged.tokens > recorded.tokens):
+        return logged
+    return recorded
+
+
 def usage_from_transcript(entries: Iterable[TranscriptEntry]) -> BeeUsage | None:
     """The sum of a transcript's ``usage`` entries (one per model call), or ``None`` when it has none."""
     tokens, cost, seen, priced = 0, 0.0, False, False
@@ -389,7 +399,7 @@ def bee_figures(
         bees.setdefault(name, None)
     rows = []
     for bee_id, bee in bees.items():
-        used = (usage_from_bee_info(bee) if bee else None) or usage.get(bee_id)
+        used = larger_usage(usage_from_bee_info(bee) if bee else None, usage.get(bee_id))
         rows.append(BeeFigures(
             id=bee_id,
             role=bee.role if bee else "",
@@ -752,7 +762,7 @@ def _tokens(value: int | None) -> str:
 
 
 def _cost(value: float | None) -> str:
-    return "-" if value is None else f"${value:.4f}" if value < 1 else f"${value:.2f}"
+    return "-" if value is None else dollars(value)
 
 
 def _duration(seconds: float) -> str:

@@ -27,7 +27,7 @@ import orjson
 from pydantic import TypeAdapter, ValidationError
 
 from hive.board import BoardState
-from hive.observe.reading import asked_the_judge, clock, printable
+from hive.observe.reading import asked_the_judge, clock, dollars, printable
 from hive.observe.stdout import discard_stdout
 from hive.records import (
     BOARD_ADAPTER,
@@ -215,6 +215,7 @@ class LiveState:
             case GateDecision():
                 self.decisions += 1
                 self.judge_decisions += asked_the_judge(event)
+                self.tokens += event.tokens  # an llm: or http: judge's; its ledger rows carry no price
                 self.withheld += is_withheld(event)
             case Note():
                 self.board.apply(event)
@@ -314,7 +315,7 @@ def panel_lines(state: LiveState, width: int, now: dt.datetime) -> list[tuple[st
         f"{_tokens(state.tokens)} tokens",
     ]
     # No price known for any call so far (a local or scripted model, or one missing from the price table).
-    board.append(f"${state.cost_usd:.2f}" if state.cost_usd is not None else "cost unknown")
+    board.append(dollars(state.cost_usd) if state.cost_usd is not None else "cost unknown")
     lines: list[tuple[str, str]] = [(line, "bold") for line in _flow(head, width, " · ")]
     lines += [(line, "") for line in _flow(board, width, " · ")]
     if state.message:

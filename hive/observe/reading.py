@@ -32,6 +32,12 @@ NEUTRAL_TIERS: frozenset[str] = frozenset({"untrusted", "none"})
 Verdict = Literal["yes", "no", "unsure"]
 
 
+def dollars(cost: float) -> str:
+    """A cost as the live view and ``hive audit`` both show it: four decimals under a dollar, where a cheap run's
+    cost would otherwise read as $0.00."""
+    return f"${cost:.4f}" if cost < 1 else f"${cost:.2f}"
+
+
 def verdict_of(decision: GateDecision) -> Verdict:
     """yes, no, or unsure (the judge could not decide and the fallback did)."""
     if decision.source == "fallback" and (decision.reason or "unsure") in UNSURE_REASONS:
