@@ -109,3 +109,16 @@ def test_the_start_summary_names_what_the_coordinator_s_own_calls_spent(
     own = load_info(only_run(tmp_path / "runs")).coordinator
     assert own is not None and own.calls == 2  # planning and the answer
     assert summary["coordinator"] == own.model_dump(mode="json", exclude_none=True)
+
+
+def test_resume_s_warning_about_a_slow_model_asks_for_what_resume_can_change(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_dir = finished_run(tmp_path)
+    as_left_by_a_kill(run_dir)
+    capsys.readouterr()
+    monkeypatch.setenv("HIVE_MODEL_TIMEOUT", "300")  # the run's --stall-timeout is the default, 300 s
+    assert main(["resume", str(run_dir), "--quiet"]) == 0
+    warning = next(line for line in capsys.readouterr().err.splitlines() if "HIVE_MODEL_TIMEOUT" in line)
+    assert "the run's --stall-timeout (300 s, kept from hive start)" in warning
+    assert warning.endswith("lower HIVE_MODEL_TIMEOUT")  # hive resume has no --stall-timeout to raise

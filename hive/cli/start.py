@@ -137,7 +137,7 @@ def resume_command(
         verifier = load_role("verifier", cwd=opts.repo)
         for spec in dict.fromkeys(s for s in (opts.model, verifier.model, *(b.model for b in info.bees)) if s):
             check_model_spec(spec)
-        _check_model_timeout(opts.stall_timeout)
+        _check_model_timeout(opts.stall_timeout, resuming=True)
         parse_tiers(",".join(opts.judge))
         earlier = load_earlier(paths, info)
         for warning in earlier.warnings:
@@ -152,15 +152,18 @@ def resume_command(
         return run_hive(opts, as_json=as_json, mode=_view_mode(plain, quiet), intro=intro, earlier=earlier)
 
 
-def _check_model_timeout(stall_timeout: float) -> None:
+def _check_model_timeout(stall_timeout: float, *, resuming: bool = False) -> None:
     """Refuse a bad ``HIVE_MODEL_TIMEOUT`` in one line; warn when the watchdog would cut a slow reply short."""
     from hive.providers.registry import MODEL_TIMEOUT_ENV, model_timeout
 
     timeout = model_timeout()
     if timeout is not None and timeout >= stall_timeout:
-        typer.echo(f"hive: warning: {MODEL_TIMEOUT_ENV} ({timeout:g} s) is not below --stall-timeout "
-                   f"({stall_timeout:g} s): the watchdog wraps up a bee still waiting for its model's reply; "
-                   "raise --stall-timeout", err=True)
+        # A resumed run keeps the --stall-timeout it was started with: hive resume has no such option to raise.
+        limit, advice = ((f"the run's --stall-timeout ({stall_timeout:g} s, kept from hive start)",
+                          f"lower {MODEL_TIMEOUT_ENV}") if resuming
+                         else (f"--stall-timeout ({stall_timeout:g} s)", "raise --stall-timeout"))
+        typer.echo(f"hive: warning: {MODEL_TIMEOUT_ENV} ({timeout:g} s) is not below {limit}: the watchdog wraps up "
+                   f"a bee still waiting for its model's reply; {advice}", err=True)
 
 
 @contextlib.contextmanager
