@@ -79,7 +79,10 @@ def audit_command(
 
     paths = resolve_run(runs_dir_from(runs_dir), run)
     if export_labels is not None:
+        from hive.observe.labels import refuse_overwriting
+
         _refuse_run_records(export_labels, paths)
+        refuse_overwriting(export_labels)
     report = audit_run(paths, gate=gate, bee=bee, near=None, labels=labels)
     if export_labels is not None:
         template = label_template(report.near_threshold[: EXPORT_NEAR if near is None else near])

@@ -255,6 +255,30 @@ def load_labels(path: Path) -> tuple[list[LabelLine], list[str]]:
     return labels, warnings
 
 
+def refuse_overwriting(path: Path) -> None:
+    """``--export-labels`` writes over ``path`` only when it is missing, empty, or a template nobody has labelled
+    yet: re-exporting (a larger ``--near``) over a half-labelled file, or a slip of the tab key onto a file of
+    one's own, would throw a person's work away. Else a one-line :class:`UsageError`."""
+    if not path.is_file():
+        return  # nothing to lose: no file, or /dev/stdout, a pipe (a directory fails the write with its own message)
+    try:
+        raw = path.read_bytes().removeprefix(codecs.BOM_UTF8)
+    except OSError as e:
+        raise UsageError(f"cannot read {path} before writing over it: {e.strerror}") from e
+    labelled = 0
+    for line in raw.splitlines():
+        if not line.strip():
+            continue
+        try:
+            labelled += Label.model_validate(orjson.loads(line)).label is not None
+        except (orjson.JSONDecodeError, ValidationError):
+            raise UsageError(f"--export-labels {path} exists and is not a label template: "
+                             "write the template elsewhere") from None
+    if labelled:
+        raise UsageError(f"--export-labels {path} holds {labelled} label{'s' if labelled != 1 else ''} a person "
+                         "gave: write the template elsewhere, or delete the file first")
+
+
 GATE_LABEL_OPTIONS: dict[str, tuple[str, ...]] = {
     "publish": (*NOTE_KINDS, "other"),
     "relate": ("supersedes", "contradicts", "supports", "none"),
