@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -88,11 +88,14 @@ def infer_model(
     judge's ``llm:`` tier that want a shorter retry policy).
     """
     parsed = parse_model_spec(spec)
-    config = _configure(parsed, os.environ if env is None else env)
-    if retry is None and isinstance(config, _Endpoint) and config.timeout is not None:
+    env = os.environ if env is None else env
+    config = _configure(parsed, env)
+    # Read only when it applies: a caller with its own policy (the judge's llm: tier) must not fail on it.
+    timeout = model_timeout(env) if retry is None and isinstance(config, _Endpoint) else None
+    if timeout is not None:
         from hive.providers.retry import RetryPolicy
 
-        retry = RetryPolicy(timeout=config.timeout)
+        retry = RetryPolicy(timeout=timeout)
     if isinstance(config, _Script):
         from hive.providers.script import ScriptModel
 
@@ -128,7 +131,6 @@ def resolve_spec(spec: str, cwd: str | Path | None = None) -> str:
 class _Endpoint:
     base_url: str
     api_key: str | None
-    timeout: float | None = None
 
 
 @dataclass(frozen=True)
@@ -161,8 +163,7 @@ def _configure(spec: ModelSpec, env: Mapping[str, str]) -> _Endpoint | _Script:
         from hive.providers.script import load_script
 
         return _Script(load_script(spec.model))
-    endpoint = _endpoint(spec, value)
-    return replace(endpoint, timeout=model_timeout(env))
+    return _endpoint(spec, value)
 
 
 def _endpoint(spec: ModelSpec, value: Callable[[str], str | None]) -> _Endpoint:
