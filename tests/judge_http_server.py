@@ -15,8 +15,9 @@ from typing import Any
 class JudgeServer:
     """``/answers`` replies ``{"answers": answers}``; ``/slow`` never replies; ``/status/<n>`` replies HTTP n;
     ``/garbage`` replies non-JSON; ``/nan`` replies a NaN probability; ``/shape`` replies JSON of the wrong
-    shape; ``/tokens`` replies answers with an infinite token count; ``/deep`` JSON nested too deeply.
-    Every request body is kept in ``requests``."""
+    shape; ``/tokens`` replies answers with an infinite token count; ``/deep`` JSON nested too deeply;
+    ``/redirect<path>`` a 307 to ``<path>``; ``/loop`` a 307 to itself; ``/nowhere`` a 307 with no location. Every
+    request body is kept in ``requests``."""
 
     port: int = 0
     answers: dict[str, Any] = field(default_factory=dict)
@@ -38,8 +39,14 @@ class JudgeServer:
                 (int(line.split(":", 1)[1]) for line in lines if line.lower().startswith("content-length")), 0
             )
             self.requests.append(json.loads(await reader.readexactly(length)) if length else {})
-            status, body = 200, b""
-            if path == "/answers":
+            status, body, headers = 200, b"", ""
+            if path.startswith("/redirect"):
+                status, headers = 307, f"location: {path.removeprefix('/redirect')}\r\n"
+            elif path == "/loop":
+                status, headers = 307, "location: /loop\r\n"
+            elif path == "/nowhere":
+                status = 307
+            elif path == "/answers":
                 body = json.dumps({"answers": self.answers, "tokens": 5}).encode()
             elif path == "/slow":
                 await asyncio.Event().wait()
@@ -57,7 +64,7 @@ class JudgeServer:
                 body = b'{"answers": {"news": {"p": 0.9}, "useful": {"p": 0.9}}, "tokens": Infinity}'
             writer.write(
                 f"HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {len(body)}\r\n"
-                f"connection: close\r\n\r\n".encode()
+                f"{headers}connection: close\r\n\r\n".encode()
                 + body
             )
             await writer.drain()

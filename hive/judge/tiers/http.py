@@ -14,9 +14,10 @@ Response::
     {"answers": {"useful": {"p": 0.91}, "kind": {"probs": {"finding": 0.7, ...}}, "level_q": {"level": 1.5}},
      "tokens": 0}
 
-A question left out of ``answers`` is an abstention. Failures map to kinds: a timeout → ``timeout``, a
-refused or broken connection → ``unreachable``, HTTP 401/403 → ``auth``, 429 → ``rate_limited``, 5xx →
-``server``, other 4xx → ``bad_request``, a body that is not the shape above → ``invalid_response``.
+A question left out of ``answers`` is an abstention. Redirects are followed (a 307 or 308 keeps the POST).
+Failures map to kinds: a timeout → ``timeout``, a refused or broken connection → ``unreachable``, HTTP
+401/403 → ``auth``, 429 → ``rate_limited``, 5xx → ``server``, other 4xx, a redirect that cannot be followed
+and a redirect loop → ``bad_request``, a body that is not the shape above → ``invalid_response``.
 """
 
 from __future__ import annotations
@@ -109,8 +110,10 @@ class HttpTier:
 
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:
+            # A classifier behind a redirect (a web framework adding the trailing slash, with a 307 that keeps the
+            # POST) is still the classifier: the redirect is followed, not read as a reply that is not JSON.
             self._client = httpx.AsyncClient(
-                timeout=self.timeout, headers=self._headers, transport=self._transport
+                timeout=self.timeout, headers=self._headers, transport=self._transport, follow_redirects=True
             )
         return self._client
 
@@ -125,7 +128,9 @@ class HttpTier:
             raise TierFailure("timeout", str(e) or type(e).__name__) from e
         except httpx.TransportError as e:
             raise TierFailure("unreachable", str(e) or type(e).__name__) from e
-        if response.status_code >= 400:
+        except httpx.TooManyRedirects as e:
+            raise TierFailure("bad_request", str(e) or type(e).__name__) from e
+        if response.status_code >= 300:  # a redirect left over (no location to follow) is no answer either
             raise status_failure(response.status_code, response.text)
         try:
             # stdlib json on purpose: it reads NaN and Infinity, so the policy can reject them by name
