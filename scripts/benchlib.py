@@ -354,7 +354,7 @@ def bee_samples(coordinator: int) -> dict[int, ProcSample]:
     A child is left out until it has exec'd the bee. Between fork and exec it is a copy of the coordinator: hive
     spawns bees with a ``preexec_fn`` (a real fork that runs Python code, not a vfork), so its VmRSS and VmHWM are
     the coordinator's pages at that instant. Since the judge's model loads while the bees start (``f6d9065``), that
-    read as a 45-65 MB "bee peak" where no bee ever went past 39 MB. The command line is read before the status:
+    read as a 47-67 MB "bee peak" where no bee ever went past 39 MB. The command line is read before the status:
     once it names the bee, the exec has happened, and the status read after it is the bee's own.
     """
     samples: dict[int, ProcSample] = {}
