@@ -20,7 +20,7 @@ import os
 import shlex
 import signal
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import orjson
@@ -47,12 +47,21 @@ def bee_command(env: dict[str, str]) -> list[str]:
     return shlex.split(override) if override else [sys.executable, "-P", "-m", "hive.bee"]
 
 
-def _die_with_parent() -> None:  # runs in the child between fork and exec
+def _find_prctl() -> Callable[..., int] | None:
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):  # not Linux
+        return None
+
+
+_prctl = _find_prctl()
+"""Looked up once, in the parent: the child of a fork must not load libraries (``dlopen``), since another thread
+of the coordinator (the judge's model loading) may hold the loader's lock at the moment of the fork."""
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    if _prctl is not None:
+        _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
 class BeeProcess:
