@@ -15,9 +15,9 @@ from typing import Any
 class JudgeServer:
     """``/answers`` replies ``{"answers": answers}``; ``/slow`` never replies; ``/status/<n>`` replies HTTP n;
     ``/garbage`` replies non-JSON; ``/nan`` replies a NaN probability; ``/shape`` replies JSON of the wrong
-    shape; ``/tokens`` replies answers with an infinite token count; ``/deep`` JSON nested too deeply;
-    ``/redirect<path>`` a 307 to ``<path>``; ``/loop`` a 307 to itself; ``/nowhere`` a 307 with no location. Every
-    request body is kept in ``requests``."""
+    shape; ``/tokens`` replies answers with an infinite token count, ``/bigtokens`` with one of 1e20; ``/deep``
+    JSON nested too deeply; ``/redirect<path>`` a 307 to ``<path>``; ``/loop`` a 307 to itself; ``/nowhere`` a 307
+    with no location. Every request body is kept in ``requests``."""
 
     port: int = 0
     answers: dict[str, Any] = field(default_factory=dict)
@@ -60,6 +60,8 @@ class JudgeServer:
                 body = b'{"answer": [1, 2, 3]}'
             elif path == "/deep":
                 body = b"[" * 100_000
+            elif path == "/bigtokens":
+                body = b'{"answers": {"news": {"p": 0.9}, "useful": {"p": 0.9}}, "tokens": 1e20}'
             elif path == "/tokens":
                 body = b'{"answers": {"news": {"p": 0.9}, "useful": {"p": 0.9}}, "tokens": Infinity}'
             writer.write(

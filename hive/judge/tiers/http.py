@@ -23,7 +23,6 @@ and a redirect loop → ``bad_request``, a body that is not the shape above → 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -32,6 +31,7 @@ import httpx
 from hive.judge.base import RawAnswer, TierFailure, TierResult
 from hive.judge.questions import ChoiceQuestion, Question, ScoreQuestion
 from hive.judge.tiers import DEFAULT_TIMEOUTS
+from hive.providers.base import MAX_TOKEN_COUNT
 
 
 def question_payload(question: Question) -> dict[str, Any]:
@@ -142,8 +142,9 @@ class HttpTier:
             raise TierFailure("invalid_response", "body has no 'answers' object")
         asked = {q.name for q in questions}
         tokens = data.get("tokens", 0)
-        if tokens is not None and (_number(tokens) is None or not 0 <= tokens < math.inf):
-            raise TierFailure("invalid_response", f"tokens is not a count: {tokens!r}")
+        # bounded as a provider's usage is: a count past any call's use (1e20) could not even be written to the ledger
+        if tokens is not None and (_number(tokens) is None or not 0 <= tokens <= MAX_TOKEN_COUNT):
+            raise TierFailure("invalid_response", f"tokens is not a count: {tokens!r:.40}")
         return TierResult(
             answers={name: parse_answer(value) for name, value in answers.items() if name in asked},
             tokens=int(tokens or 0),
