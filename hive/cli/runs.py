@@ -86,6 +86,7 @@ def show_command(
         })
         return
     from hive.observe.reading import printable  # what a model or a user wrote must not drive the terminal
+    from hive.wording import plural
 
     status = effective_status(info)
     resumed = f" · resumed {len(info.resumed_at)}×" if info.resumed_at else ""
@@ -96,7 +97,7 @@ def show_command(
     typer.echo(printable(answer.rstrip()) if answer else "(no answer.md yet)")
     typer.echo("")
     standing = state.standing()
-    typer.echo(f"Standing board: {len(standing)} notes, {len(state.superseded)} corrected")
+    typer.echo(f"Standing board: {plural(len(standing), 'note')}, {len(state.superseded)} corrected")
     for note in standing:
         marks = []
         if note.id in contested:
@@ -118,10 +119,10 @@ def _read_answer(paths: RunPaths) -> str | None:
 
 
 def _read_board(paths: RunPaths) -> list[BoardRecord]:
+    """The run's board records; corrupt lines are skipped with a warning, an unreadable file is bad input."""
     from hive.records import BOARD_ADAPTER
     from hive.store import read_all
 
-    """The run's board records; corrupt lines are skipped with a warning, an unreadable file is bad input."""
     try:
         records, _ = read_all(paths.board, BOARD_ADAPTER)
     except StoreError as e:

@@ -15,6 +15,7 @@ import orjson
 from hive.board import BoardState
 from hive.providers.base import Message, Model, ModelSettings
 from hive.records import Note
+from hive.wording import plural
 
 GENERIC_ANGLES = (
     "Reproduce the problem: find the shortest command or test that shows it, and what it prints.",
@@ -86,7 +87,7 @@ def board_sections(state: BoardState) -> str:
     """The board part of the answer, written by rule: standing, corrected, unsettled."""
     contested = state.contested_ids()
     standing = sorted(state.standing(), key=lambda n: -n.score)
-    lines = [f"## Board: {len(state.notes)} notes, {len(state.superseded)} corrected, "
+    lines = [f"## Board: {plural(len(state.notes), 'note')}, {len(state.superseded)} corrected, "
              f"{len(state.contested())} unsettled"]
     lines += [_note_line(state, n, contested) for n in standing] or ["(no notes passed the gates)"]
     if state.superseded:
