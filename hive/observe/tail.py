@@ -365,6 +365,8 @@ async def tail_run(
     emit(printer.backlog(backlog))
     live = await asyncio.to_thread(run.live)
     if not live or follow is False:  # a run that has ended has nothing more to follow
+        if follow and not printer.as_json:  # asked to follow one: say why it stops at once, not stop without a word
+            emit([end_line(paths)])
         return
 
     from watchfiles import awatch
