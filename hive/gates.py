@@ -87,11 +87,14 @@ RELATION_CROSS_BEE = ChoiceQuestion(
     pick_bars={"supersedes": CROSS_BEE_SUPERSEDES_AT},
 )
 
-ANSWERS = BooleanQuestion(
-    "answers", "Does `note` give the answer to `goal`: what causes it, shown by evidence, not a step toward it?"
-)
 ANSWERED_AT = 0.9
-"""Ending every bee's work needs a near-certain reading, as replacing another bee's note does."""
+"""Ending every bee's work needs a near-certain reading, as replacing another bee's note does. The bar is part of
+the question, so a cheap tier's 0.85 is unsure and escalates to the next tier instead of settling it."""
+ANSWERS = BooleanQuestion(
+    "answers",
+    "Does `note` give the answer to `goal`: what causes it, shown by evidence, not a step toward it?",
+    yes_at=ANSWERED_AT,
+)
 
 PUBLISH_QUESTIONS = (NEWS, KIND)
 DELIVER_QUESTIONS = (USEFUL,)
@@ -179,11 +182,10 @@ def publish_verdict(answers: Mapping[str, Answer]) -> tuple[str, NoteKind | None
 
 
 def answer_verdict(answers: Mapping[str, Answer]) -> str | None:
-    """``answered`` on a near-certain yes (``ANSWERED_AT``), ``continue`` on a confident no, else ``None``."""
-    answer = answers["answers"]
-    if answer.zone == "yes" and (answer.p or 0.0) >= ANSWERED_AT:
-        return "answered"
-    return "continue" if answer.zone == "no" else None
+    """``answered`` on a near-certain yes (the question's bar is ``ANSWERED_AT``), ``continue`` on a confident no,
+    else ``None``."""
+    zone = answers["answers"].zone
+    return "answered" if zone == "yes" else "continue" if zone == "no" else None
 
 
 def deliver_verdict(answers: Mapping[str, Answer]) -> str | None:

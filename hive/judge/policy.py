@@ -1,6 +1,7 @@
 """The three-zone policy: how a probability becomes yes, no, a pick, the escape, or unsure. Pure.
 
-- boolean: ``yes`` at p ≥ 0.8, ``no`` at p ≤ 0.2, ``unsure`` in between.
+- boolean: ``yes`` at p ≥ 0.8 (or the question's own bar, see :attr:`BooleanQuestion.yes_at`), ``no`` at
+  p ≤ 0.2, ``unsure`` in between.
 - choice: the most probable option is ``picked`` only at p ≥ 0.6 (or the option's own bar, see
   :attr:`ChoiceQuestion.pick_bars`); a confident pick of the escape option is ``escape``, which a gate
   reads as "no". Anything weaker is ``unsure``.
@@ -35,9 +36,9 @@ UNTRUSTED_TIER = "untrusted"
 NO_TIER = "none"
 """The ``tier`` of a neutral answer to a question every trusted tier failed or abstained on."""
 
-def boolean_zone(p: float) -> Zone:
-    """``yes`` at p ≥ 0.8, ``no`` at p ≤ 0.2, else ``unsure``."""
-    if p >= YES_AT - _ROUNDING:
+def boolean_zone(p: float, yes_at: float = YES_AT) -> Zone:
+    """``yes`` at p ≥ 0.8 (or ``yes_at``), ``no`` at p ≤ 0.2, else ``unsure``."""
+    if p >= yes_at - _ROUNDING:
         return "yes"
     if p <= NO_AT + _ROUNDING:
         return "no"
@@ -116,7 +117,7 @@ def to_answer(question: Question, raw: RawAnswer, tier: str) -> Answer:
             question=question.name,
             type="boolean",
             p=raw.p,
-            zone=boolean_zone(raw.p),
+            zone=boolean_zone(raw.p, question.yes_at or YES_AT),
             tier=tier,
             verbalized=raw.verbalized,
         )

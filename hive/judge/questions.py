@@ -18,7 +18,14 @@ class BooleanQuestion:
     name: str
     text: str
     capability: Capability = "classify"
+    yes_at: float | None = None
+    """The probability a yes needs where a gate asks for more than the default 0.8 (the race's stop needs 0.9).
+    Below it the answer is unsure, so the cascade escalates it, as it does a choice below its option's bar."""
     type: Literal["boolean"] = field(default="boolean", init=False)
+
+    def __post_init__(self) -> None:
+        if self.yes_at is not None and not 0.5 < self.yes_at <= 1.0:
+            raise ValueError(f"boolean {self.name!r}: yes_at must be above 0.5 and at most 1, not {self.yes_at!r}")
 
 
 @dataclass(frozen=True)
