@@ -15,10 +15,12 @@ from hive.coordinator import Coordinator
 from hive.coordinator.options import StartOptions
 from hive.observe.audit import audit_run
 from hive.observe.live import LiveState, Spent, panel_lines
-from hive.records import GateDecision, RunInfo
+from hive.records import Delivery, Dispute, GateDecision, Note, RunInfo
 from hive.runs import RunPaths
 from hive.store import write_json_atomic
 from tests.hive_runs import (
+    board,
+    gates,
     load_info,
     ls,
     make_repo,
@@ -122,3 +124,23 @@ def test_resume_s_warning_about_a_slow_model_asks_for_what_resume_can_change(
     warning = next(line for line in capsys.readouterr().err.splitlines() if "HIVE_MODEL_TIMEOUT" in line)
     assert "the run's --stall-timeout (300 s, kept from hive start)" in warning
     assert warning.endswith("lower HIVE_MODEL_TIMEOUT")  # hive resume has no --stall-timeout to raise
+
+
+def test_resume_s_summary_counts_the_whole_run_not_only_what_came_after_the_resume(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_dir = finished_run(tmp_path)
+    as_left_by_a_kill(run_dir)
+    notes_before = sum(isinstance(r, Note) for r in board(run_dir))
+    assert notes_before and gates(run_dir)  # the stopped part of the run has something to count
+    capsys.readouterr()
+    assert main(["resume", str(run_dir), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    records, rows = board(run_dir), gates(run_dir)
+    deliveries = [r for r in records if isinstance(r, Delivery)]
+    assert summary["notes"] >= notes_before
+    assert summary["utterances"] == sum(r.gate == "publish" for r in rows)
+    assert summary["decisions"] == len(rows)
+    assert (summary["notes"], summary["deliveries"], summary["corrections"], summary["disputes"]) == (
+        sum(isinstance(r, Note) for r in records), len(deliveries), sum(d.how == "correction" for d in deliveries),
+        sum(isinstance(r, Dispute) for r in records))

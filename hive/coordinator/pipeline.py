@@ -112,12 +112,21 @@ class Pipeline:
         self.bees[bee] = slot
         return slot
 
-    def restore(self, records: Sequence[BoardRecord], answered: str | None = None) -> None:
+    def restore(self, records: Sequence[BoardRecord], answered: str | None = None, *, decisions: int = 0,
+                utterances: int = 0) -> None:
         """Take up a stopped run's board (``hive resume``), once its bees are added: the state, what each
         bee holds and how many judged notes it was given, and ids that go on past the board's.
-        ``answered`` is the note the ``answer`` gate had already accepted, if any."""
+        ``answered`` is the note the ``answer`` gate had already accepted, if any. ``decisions`` (gate log rows)
+        and ``utterances`` (publish decisions) count what the gate log already holds, so that the stats, and the
+        summary of the run, tell the whole run rather than only what comes after the resume."""
         for record in records:
             self.state.apply(record)
+        deliveries = [r for r in records if isinstance(r, Delivery)]
+        self.stats = PipelineStats(
+            utterances=utterances, notes=len(self.state.notes), deliveries=len(deliveries),
+            corrections=sum(d.how == "correction" for d in deliveries), disputes=len(self.state.disputes),
+            decisions=decisions,
+        )
         self._note_ids = (f"n-{i:04d}" for i in itertools.count(highest_number(self.state.notes, "n-") + 1))
         self._dispute_ids = (f"d-{i}" for i in itertools.count(highest_number(self.state.disputes, "d-") + 1))
         for note in self.state.notes.values():

@@ -274,7 +274,8 @@ class Coordinator:
             for bee in self.bees.values():
                 pipeline.add_bee(bee.id, bee.angle).live = bee.outcome is None
             if self.earlier is not None:
-                pipeline.restore(self.earlier.board, answered=self.earlier.answered)
+                pipeline.restore(self.earlier.board, answered=self.earlier.answered,
+                                 decisions=len(self.earlier.gate_ids), utterances=sum(self.earlier.utterances.values()))
                 for bee in self.bees.values():
                     if bee.resume:
                         bee.unread += pipeline.catch_up(bee.id, self.earlier.board)
