@@ -351,6 +351,7 @@ class Gates:
             tiers=verdict.tiers,
             latency_ms=verdict.latency_ms,
             tokens=verdict.tokens,
+            cost_usd=verdict.cost_usd,
             state_digest=verdict.state_digest,
             **fields,
         )

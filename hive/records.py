@@ -263,6 +263,8 @@ class TierCall(Record):
     kept: list[str] = Field(default_factory=list)
     latency_ms: float = 0.0
     tokens: int = 0
+    cost_usd: float | None = None
+    """What its tokens cost, where the tier's model has a known price (absent otherwise)."""
     error: str | None = None
 
 
@@ -304,6 +306,8 @@ class GateDecision(Record):
     tiers: list[TierCall] = Field(default_factory=list)
     latency_ms: float = 0.0
     tokens: int = 0
+    cost_usd: float | None = None
+    """What the judge's tokens cost, where a tier's model has a known price (absent otherwise)."""
     state_digest: str | None = None
 
 

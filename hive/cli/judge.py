@@ -107,6 +107,7 @@ def _show(row: GateDecision | None, summary: dict[str, Any], as_json: bool) -> N
     if row is None:
         typer.echo(f"{summary['gate']}: no decision recorded")
         return
+    from hive.observe.reading import dollars
     facts = [
         f"{key} {value:.2f}" if isinstance(value, float)
         else f"{key} {'yes' if value else 'no'}" if isinstance(value, bool)  # not Python's True/False
@@ -133,6 +134,7 @@ def _show(row: GateDecision | None, summary: dict[str, Any], as_json: bool) -> N
         typer.echo(
             f"  tier {call.tier}: asked {', '.join(call.asked)} · {outcome} · {call.latency_ms:.1f} ms"
             + (f" · {call.tokens} tokens" if call.tokens else "")
+            + (f" · {dollars(call.cost_usd)}" if call.cost_usd is not None else "")
         )
 
 
@@ -273,6 +275,8 @@ def eval_command(
 
 
 def _print_report(report: dict[str, Any]) -> None:
+    from hive.observe.reading import dollars
+
     subject = "kind" if report["gate"] == "publish" else report["gate"]
     typer.echo(f"{report['gate']} · {plural(report['n'], 'item')} · judge {','.join(report['judge'])}")
     typer.echo(
@@ -296,7 +300,8 @@ def _print_report(report: dict[str, Any]) -> None:
     typer.echo(
         f"  latency p50 {report['latency_ms_p50']:.1f} ms · p95 {report['latency_ms_p95']:.1f} ms per item"
         f" (after {report['load_ms']:.0f} ms loading) · {plural(report['tokens'], 'token')}"
-        f" · {plural(report['tier_errors'], 'item')} with a tier error"
+        + (f" ({dollars(report['cost_usd'])})" if report["cost_usd"] is not None else "")
+        + f" · {plural(report['tier_errors'], 'item')} with a tier error"
     )
     columns = [*report["labels"], *(["unsure"] if any("unsure" in row for row in report["confusion"].values()) else [])]
     width = max(8, *(len(label) for label in columns)) + 1

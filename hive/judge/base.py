@@ -30,6 +30,8 @@ class TierResult:
     answers: Mapping[str, RawAnswer]
     """question name → answer. A question the tier abstains on is simply missing."""
     tokens: int = 0
+    cost_usd: float | None = None
+    """What the tokens cost, where the tier's model has a known price."""
     meta: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -45,6 +47,8 @@ class TierFailure(Exception):
         self.detail = detail
         self.tokens = tokens
         """Tokens spent before it failed (a request answered, then its answer was unusable): still paid for."""
+        self.cost_usd: float | None = None
+        """What those tokens cost, where known."""
 
 
 class Tier(Protocol):

@@ -24,7 +24,7 @@ import hashlib
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import orjson
@@ -32,6 +32,7 @@ import orjson
 from hive.judge.base import Tier, TierFailure, trusts
 from hive.judge.policy import NO_TIER, UNTRUSTED_TIER, is_confident, neutral_answer, to_answer, validate
 from hive.judge.questions import Question
+from hive.providers.base import add_cost
 from hive.records import Answer, TierCall
 
 log = logging.getLogger("hive.judge")
@@ -49,6 +50,8 @@ class Verdict:
     tiers: list[TierCall] = field(default_factory=list)
     latency_ms: float = 0.0
     tokens: int = 0
+    cost_usd: float | None = None
+    """What the tiers' tokens cost, where a price is known (an ``llm:`` tier on a priced model)."""
     reason: str | None = None
     """Why the verdict may not decide: ``error:<kind>`` when a tier asked about a question that is still unsure
     failed (whether or not a weaker tier's unsure answer was kept); otherwise ``abstain`` when no tier answered;
@@ -113,14 +116,7 @@ class Judge:
             answers = {q.name: neutral_answer(q, NO_TIER) for q in questions}
             verdict = Verdict(answers=answers, reason="error:unexpected")
         latency = (time.perf_counter() - started) * 1000
-        return Verdict(
-            answers=verdict.answers,
-            tiers=verdict.tiers,
-            latency_ms=latency,
-            tokens=verdict.tokens,
-            reason=verdict.reason,
-            state_digest=digest,
-        )
+        return replace(verdict, latency_ms=latency, state_digest=digest)
 
     async def _cascade(self, gate: str, questions: Sequence[Question], state: Mapping[str, Any]) -> Verdict:
         answers: dict[str, Answer] = {}
@@ -129,6 +125,7 @@ class Judge:
         calls: list[dict[str, Any]] = []
         failures: list[tuple[str, list[str]]] = []  # (failure kind, what the failing tier was asked), in order
         tokens = 0
+        cost: float | None = None
         for index, tier in enumerate(self.tiers):
             asking = [q for q in questions if q.name not in settled and trusts(tier, q)]
             if not asking:
@@ -137,24 +134,25 @@ class Judge:
             calls.append(call)
             tier_started = time.perf_counter()
             try:
-                got, used_tokens = await self._ask_tier(tier, gate, asking, state)
+                got, used_tokens, used_cost = await self._ask_tier(tier, gate, asking, state)
             except TierFailure as e:
                 call["error"] = f"error:{e.kind}"
                 failures.append((e.kind, call["asked"]))
                 log.debug("judge: %s: tier %s failed: %s", gate, tier.id, e)
-                got, used_tokens = {}, e.tokens
+                got, used_tokens, used_cost = {}, e.tokens, e.cost_usd
             except TimeoutError:
                 call["error"] = "error:timeout"
                 failures.append(("timeout", call["asked"]))
-                got, used_tokens = {}, 0
+                got, used_tokens, used_cost = {}, 0, None
             except Exception as e:  # a tier's bug must not take the pipeline down
                 call["error"] = "error:unexpected"
                 failures.append(("unexpected", call["asked"]))
                 log.warning("judge: %s: tier %s raised %s: %s", gate, tier.id, type(e).__name__, e)
-                got, used_tokens = {}, 0
+                got, used_tokens, used_cost = {}, 0, None
             call["latency_ms"] = (time.perf_counter() - tier_started) * 1000
-            call["tokens"] = used_tokens
+            call["tokens"], call["cost_usd"] = used_tokens, used_cost
             tokens += used_tokens
+            cost = add_cost(cost, used_cost)
             for name, answer in got.items():
                 answers[name] = answer
                 kept_by[name] = index
@@ -172,6 +170,7 @@ class Judge:
                 kept=[name for name, index in kept_by.items() if index == call["index"]],
                 latency_ms=call["latency_ms"],
                 tokens=call["tokens"],
+                cost_usd=call["cost_usd"],
                 error=call.get("error"),
             )
             for call in calls
@@ -185,12 +184,12 @@ class Judge:
         elif not kept_by:
             reason = "abstain"
         ordered = {q.name: answers[q.name] for q in questions}
-        return Verdict(answers=ordered, tiers=tier_calls, tokens=tokens, reason=reason)
+        return Verdict(answers=ordered, tiers=tier_calls, tokens=tokens, cost_usd=cost, reason=reason)
 
     @staticmethod
     async def _ask_tier(
         tier: Tier, gate: str, asking: Sequence[Question], state: Mapping[str, Any]
-    ) -> tuple[dict[str, Answer], int]:
+    ) -> tuple[dict[str, Answer], int, float | None]:
         async with asyncio.timeout(tier.timeout):
             result = await tier.answer(gate, asking, state)
         got: dict[str, Answer] = {}
@@ -200,9 +199,9 @@ class Judge:
                 if raw is not None:
                     got[question.name] = to_answer(question, validate(question, raw), tier.id)
         except TierFailure as e:
-            e.tokens = result.tokens  # an unusable answer was still paid for
+            e.tokens, e.cost_usd = result.tokens, result.cost_usd  # an unusable answer was still paid for
             raise
-        return got, result.tokens
+        return got, result.tokens, result.cost_usd
 
     async def aclose(self) -> None:
         """Close every tier (HTTP clients, model sessions)."""

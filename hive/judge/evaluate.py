@@ -37,6 +37,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from hive.errors import UsageError
 from hive.gates import Gates
 from hive.judge.policy import PICK_AT
+from hive.providers.base import add_cost
 from hive.records import Answer, Note, NoteKind, Utterance
 
 UNSURE = "unsure"
@@ -242,6 +243,7 @@ async def evaluate(gates: Gates, gate: str, items: Sequence[_Item]) -> dict[str,
     news_predicted: list[str] = []
     latencies: list[float] = []
     tokens = 0
+    cost: float | None = None
     errors = 0
     cross_supersedes_wrong = 0
     related_gold: list[str] = []
@@ -288,6 +290,7 @@ async def evaluate(gates: Gates, gate: str, items: Sequence[_Item]) -> dict[str,
             latencies.append((time.perf_counter() - started) * 1000)
             if row is not None:
                 tokens += row.tokens
+                cost = add_cost(cost, row.cost_usd)
                 errors += any(call.error for call in row.tiers)
     finally:
         gates.goal = default_goal  # the caller's gates are left as they were given
@@ -307,6 +310,7 @@ async def evaluate(gates: Gates, gate: str, items: Sequence[_Item]) -> dict[str,
         "latency_ms_p95": percentile(latencies, 95),
         "load_ms": load_ms,
         "tokens": tokens,
+        "cost_usd": None if cost is None else round(cost, 6),
         "tier_errors": errors,
     }
     if gate == "publish":

@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import reduce
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ from hive.observe.reading import (
     same_bee,
     verdict_of,
 )
+from hive.providers.base import add_cost
 from hive.records import (
     BOARD_ADAPTER,
     GATES,
@@ -106,6 +108,8 @@ class GateFigures(Figures):
     latency_ms_p50: float | None = None
     latency_ms_p95: float | None = None
     tokens: int = 0
+    cost_usd: float | None = None
+    """What the judge's tokens cost, where a tier's model has a known price."""
     tiers: dict[str, int] = Field(default_factory=dict)
     """Tier → judged decisions whose answers it gave."""
     tier_errors: dict[str, int] = Field(default_factory=dict)
@@ -299,6 +303,7 @@ def gate_figures(decisions: Sequence[GateDecision]) -> GateFigures:
         latency_ms_p50=_rounded(percentile([d.latency_ms for d in asked], 0.5)),
         latency_ms_p95=_rounded(percentile([d.latency_ms for d in asked], 0.95)),
         tokens=sum(d.tokens or sum(call.tokens for call in d.tiers) for d in decisions),
+        cost_usd=_rounded_cost(reduce(add_cost, (d.cost_usd for d in decisions), None)),
         tiers=dict(tiers),
         tier_errors=dict(tier_errors),
     )
@@ -307,6 +312,10 @@ def gate_figures(decisions: Sequence[GateDecision]) -> GateFigures:
 def _deciding_tiers(decision: GateDecision) -> set[str]:
     kept = {a.tier for a in decision.answers.values() if a.tier and a.tier not in NEUTRAL_TIERS}
     return kept or {call.tier for call in decision.tiers if call.kept}
+
+
+def _rounded_cost(value: float | None) -> float | None:
+    return None if value is None else round(value, 6)
 
 
 def _rounded(value: float | None) -> float | None:
@@ -501,6 +510,7 @@ def compute_audit(
     own = info.coordinator if bee is None else None  # a bee's figures leave out the run's planning and answer
     if own is not None and own.cost_usd is not None:
         costs.append(own.cost_usd)
+    costs += [g.cost_usd for g in gates.values() if g.cost_usd is not None]
     funnel = funnel_figures(decisions, board, bee=bee)
     filters = {k: v for k, v in (("gate", gate), ("bee", bee)) if v is not None}
     return AuditReport(

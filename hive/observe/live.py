@@ -215,7 +215,7 @@ class LiveState:
             case GateDecision():
                 self.decisions += 1
                 self.judge_decisions += asked_the_judge(event)
-                self.tokens += event.tokens  # an llm: or http: judge's; its ledger rows carry no price
+                self._spend(event.tokens, event.cost_usd)  # an llm: or http: judge's
                 self.withheld += is_withheld(event)
             case Note():
                 self.board.apply(event)

@@ -43,6 +43,11 @@ class ToolSpec:
     """JSON Schema of the arguments object."""
 
 
+def add_cost(a: float | None, b: float | None) -> float | None:
+    """The sum of two costs, where ``None`` is "no known price": unknown only when both are."""
+    return None if a is None and b is None else (a or 0.0) + (b or 0.0)
+
+
 @dataclass(frozen=True)
 class TokenUsage:
     input_tokens: int = 0
@@ -50,13 +55,10 @@ class TokenUsage:
     cost_usd: float | None = None
 
     def __add__(self, other: TokenUsage) -> TokenUsage:
-        cost = (
-            None
-            if self.cost_usd is None and other.cost_usd is None
-            else (self.cost_usd or 0) + (other.cost_usd or 0)
-        )
         return TokenUsage(
-            self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens, cost
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            add_cost(self.cost_usd, other.cost_usd),
         )
 
     @property

@@ -33,7 +33,7 @@ from hive.judge.base import RawAnswer, TierFailure, TierResult
 from hive.judge.questions import BooleanQuestion, ChoiceQuestion, Question
 from hive.judge.tiers import DEFAULT_TIMEOUTS
 from hive.judge.tiers.http import status_failure
-from hive.providers.base import Message, Model, ModelResponse, ModelSettings, ProviderError
+from hive.providers.base import Message, Model, ModelResponse, ModelSettings, ProviderError, TokenUsage
 from hive.providers.openai import is_reasoning_model
 
 SYSTEM_PROMPT = (
@@ -264,21 +264,20 @@ class LlmTier:
 
     async def answer(self, gate: str, questions: Sequence[Question], state: Mapping[str, Any]) -> TierResult:
         """Ask in codes with logprobs; if the endpoint gives none, ask again (and from then on) in JSON. A
-        failure carries the tokens already spent, so the ledger counts what was paid for."""
-        tokens = 0
+        failure carries the tokens (and their cost) already spent, so the ledger counts what was paid for."""
+        used = TokenUsage()
         refused = False
         try:
             if self.logprobs is not False:
                 response = await self._ask_in_codes(questions, state)
                 if response is not None:
-                    tokens += response.usage.total
+                    used += response.usage
                     # Some servers answer a logprob request with the sampled tokens' logprobs and empty lists of
                     # alternatives: without alternatives there is no distribution to read, so that is no logprobs.
                     if response.top_logprobs and any(response.top_logprobs):
                         self.logprobs = True
-                        return TierResult(
-                            answers=parse_logprobs(questions, response), tokens=tokens, meta={"mode": "logprobs"}
-                        )
+                        return TierResult(answers=parse_logprobs(questions, response), tokens=used.total,
+                                          cost_usd=used.cost_usd, meta={"mode": "logprobs"})
                     self.logprobs = False  # it answered without them: it does not give them
                 else:
                     refused = True
@@ -292,12 +291,11 @@ class LlmTier:
                 # Only a plain request that goes through shows the refusal was of logprobs, not of every request
                 # (a model not yet pulled, a wrong URL, an over-long note: a 404 or 400 the next call may not get).
                 self.logprobs = False
-            tokens += response.usage.total
-            return TierResult(
-                answers=parse_verbalized(questions, response.text), tokens=tokens, meta={"mode": "verbalized"}
-            )
+            used += response.usage
+            return TierResult(answers=parse_verbalized(questions, response.text), tokens=used.total,
+                              cost_usd=used.cost_usd, meta={"mode": "verbalized"})
         except TierFailure as e:
-            e.tokens = tokens
+            e.tokens, e.cost_usd = used.total, used.cost_usd
             raise
 
     async def _ask_in_codes(self, questions: Sequence[Question], state: Mapping[str, Any]) -> ModelResponse | None:
