@@ -18,6 +18,7 @@ from hive.cli.output import JsonOption, RunsDirOption, print_json
 from hive.errors import UsageError
 from hive.kinds import NOTE_KINDS
 from hive.runs import RunPaths, list_run_dirs, resolve_run, runs_dir_from
+from hive.wording import plural
 
 RunArgument = typer.Argument("latest", help="Run id, unique prefix, path, or 'latest'.")
 
@@ -87,7 +88,7 @@ def audit_command(
     if export_labels is not None:
         template = label_template(report.near_threshold[: EXPORT_NEAR if near is None else near])
         _write_lines(export_labels, template)
-        print(f"hive: wrote {len(template)} decisions to label to {export_labels}", file=sys.stderr)
+        print(f"hive: wrote {plural(len(template), 'decision')} to label to {export_labels}", file=sys.stderr)
     shown = report.near_threshold[: DEFAULT_NEAR if near is None else near]
     report = report.model_copy(update={"near_threshold": shown})
     if as_json:

@@ -15,6 +15,7 @@ import typer
 from hive.cli.app import app
 from hive.cli.output import RunsDirOption, print_json
 from hive.errors import UsageError
+from hive.wording import plural
 
 _NO_MODEL = (
     "no model: pass --model provider:model (e.g. openai:gpt-4.1-mini), set HIVE_MODEL, or pin one in the role; "
@@ -148,7 +149,7 @@ def resume_command(
                        f"{(head or 'none')[:12]} since the run started; its notes were made on the first", err=True)
         restarted = earlier.restarted()
         intro = (f"hive: resuming run {info.id}: starting {', '.join(restarted) or 'no bee'} again"
-                 f" on {len(earlier.board)} board records")
+                 f" on {plural(len(earlier.board), 'board record')}")
         return run_hive(opts, as_json=as_json, mode=_view_mode(plain, quiet), intro=intro, earlier=earlier)
 
 
