@@ -332,6 +332,9 @@ class BeeBrief(Record):
     time_limit: float = 600.0
     max_steps: int = 40
     token_budget: int | None = None
+    context_tokens: int = Field(default=100_000, ge=1_000)
+    """The conversation is kept under about this many tokens by eliding the oldest tool results (see
+    :mod:`hive.bee.context`); a model that refuses a longer prompt makes it shorter still."""
     grace: float = 90.0
     unsafe_bash: bool = False
     checkpoint_every: int = 4
@@ -343,7 +346,9 @@ class TranscriptEntry(Record):
     """One line of a bee's transcript: a message to or from its model, or a tool call and result."""
 
     at: IsoTime = Field(default_factory=now_iso)
-    event: Literal["message", "reply", "tool_call", "tool_result", "notes", "usage", "error", "report", "utterance"]
+    event: Literal[
+        "message", "reply", "tool_call", "tool_result", "notes", "usage", "error", "report", "utterance", "elided"
+    ]
     role: str | None = None
     content: str | None = None
     tool: str | None = None

@@ -7,6 +7,7 @@
     model: openai:gpt-4.1-mini                     # optional: pins the bee's model
     max_steps: 40                                  # optional
     time_limit: 600                                # optional, seconds
+    context_tokens: 30000                          # optional: keep the conversation under this (see hive.bee.context)
     ---
     You are {bee}, one of {n} investigators ...
 
@@ -41,7 +42,9 @@ PLACEHOLDERS: dict[str, str] = {
 }
 """Placeholders a role's prompt may use, written ``{name}``."""
 
-_FIELDS = ("name", "description", "tools", "model", "max_steps", "time_limit")
+_FIELDS = ("name", "description", "tools", "model", "max_steps", "time_limit", "context_tokens")
+MIN_CONTEXT_TOKENS = 1_000
+"""Less than this holds no more than the system prompt and the task."""
 _REQUIRED = ("name", "description", "tools")
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)(.*)\Z", re.DOTALL)
 _Refusal = Callable[[str], SpecError]
@@ -61,6 +64,9 @@ class Role:
     max_steps: int | None
     time_limit: float | None
     """Seconds."""
+    context_tokens: int | None
+    """About how many tokens the bee's conversation may take before old tool results are elided; ``None``
+    for the default (:class:`~hive.records.BeeBrief`'s)."""
     prompt: str
     """The Markdown body: the bee's system prompt, with placeholders not yet filled in."""
     path: Path
@@ -160,6 +166,7 @@ def parse_role(text: str, path: Path) -> Role:
         model=_model(meta, path, bad) if meta.get("model") is not None else None,
         max_steps=_positive(meta, "max_steps", int, bad),
         time_limit=_positive(meta, "time_limit", float, bad),
+        context_tokens=_context_tokens(meta, bad),
         prompt=prompt,
         path=path,
     )
@@ -202,6 +209,13 @@ def _tools(value: object, bad: _Refusal) -> tuple[str, ...]:
 
 MAX_COUNT = 2**31 - 1
 """The largest ``max_steps`` a role may give: far beyond any run, and still a number every record can hold."""
+
+
+def _context_tokens(meta: dict[str, Any], bad: _Refusal) -> int | None:
+    tokens: int | None = _positive(meta, "context_tokens", int, bad)
+    if tokens is not None and tokens < MIN_CONTEXT_TOKENS:
+        raise bad(f"field 'context_tokens' must be at least {MIN_CONTEXT_TOKENS}, got {tokens}")
+    return tokens
 
 
 def _positive(meta: dict[str, Any], field_name: str, kind: type[int] | type[float], bad: _Refusal) -> Any:

@@ -134,10 +134,13 @@ def test_unknown_role_lists_the_available_ones(tmp_path: Path) -> None:
 
 
 def test_optional_fields(tmp_path: Path) -> None:
-    extra = "model: openai:gpt-4.1-mini\nmax_steps: 12\ntime_limit: 90\n"
+    extra = "model: openai:gpt-4.1-mini\nmax_steps: 12\ntime_limit: 90\ncontext_tokens: 30000\n"
     write_role(tmp_path / ".hive" / "roles", "quick", extra=extra)
     role = load_role("quick", cwd=tmp_path)
-    assert (role.model, role.max_steps, role.time_limit) == ("openai:gpt-4.1-mini", 12, 90.0)
+    assert (role.model, role.max_steps, role.time_limit, role.context_tokens) == (
+        "openai:gpt-4.1-mini", 12, 90.0, 30000)
+    write_role(tmp_path / ".hive" / "roles", "plain")
+    assert load_role("plain", cwd=tmp_path).context_tokens is None
     assert role.prompt == "Body for {bee}."
 
 
@@ -205,6 +208,10 @@ def test_a_pinned_script_model_is_found_next_to_the_role_file(tmp_path: Path) ->
             "field 'max_steps' must be a positive integer of at most 2147483647, got 100000000000000000000000",
         ),
         ("---\nname: bad\ndescription: d\ntools: read\ncolour: red\n---\nbody\n", "unknown field 'colour'"),
+        (
+            "---\nname: bad\ndescription: d\ntools: read\ncontext_tokens: 500\n---\nbody\n",
+            "field 'context_tokens' must be at least 1000, got 500",
+        ),
         (
             "---\nname: other\ndescription: d\ntools: read\n---\nbody\n",
             "field 'name' is 'other' but the file is named 'bad.md'",

@@ -38,13 +38,22 @@ from typing import Any, Protocol
 
 import orjson
 
-from hive.bee import prompts
+from hive.bee import context, prompts
 from hive.bee.channel import Channel, ChannelClosed
 from hive.bee.inbox import Drained, Inbox
 from hive.bee.resume import Resumed
 from hive.bee.transcript import Transcript, truncate
 from hive.errors import HiveError
-from hive.providers.base import Message, Model, ModelResponse, ModelSettings, ToolCall, ToolSpec, valid_text
+from hive.providers.base import (
+    Message,
+    Model,
+    ModelResponse,
+    ModelSettings,
+    ProviderError,
+    ToolCall,
+    ToolSpec,
+    valid_text,
+)
 from hive.records import (
     Activity,
     BeeBrief,
@@ -415,19 +424,19 @@ class BeeLoop:
     async def _ask(self) -> ModelResponse:
         if self._closed is None:
             self._steps += 1
-        # Once the tools are closed the model is told so by the API too, not only in words.
-        settings = self._settings if self._closed is None else dataclasses.replace(self._settings, tools_closed=True)
-        request = self._model.request(list(self._messages), self._specs, settings)
-        # Once the tools are closed the report is due within the grace; past it the coordinator would
-        # kill the bee, so it hands in what it has instead.
-        grace = asyncio.timeout_at(self._grace_ends)
-        try:
-            async with grace:
-                reply = await (request if self._closed is not None else self._unless_wrapped_up(request))
-        except TimeoutError:
-            if not grace.expired():
-                raise
-            raise _Ended("cut_short", f"{self._closed}; no report within the {self.brief.grace:g} s grace") from None
+        self._fit_context(self.brief.context_tokens, "over the context budget")
+        while True:
+            try:
+                reply = await self._request()
+                break
+            except ProviderError as e:
+                # The model's context is smaller than the budget guessed: halve the conversation and ask again,
+                # until nothing is left to elide.
+                half = context.estimated_tokens(self._messages) // 2
+                if not context.is_context_overflow(e) or not self._fit_context(
+                    half, "the model's context is full", keep_recent=1
+                ):
+                    raise
         reply = storable(reply)
         self._tokens += reply.usage.total
         model = reply.model or self._model.name
@@ -458,6 +467,33 @@ class BeeLoop:
         self._transcript.write("usage", data=usage.model_dump(exclude={"type", "bee", "at"}))
         self._send(usage)
         return reply
+
+    async def _request(self) -> ModelResponse:
+        # Once the tools are closed the model is told so by the API too, not only in words.
+        settings = self._settings if self._closed is None else dataclasses.replace(self._settings, tools_closed=True)
+        request = self._model.request(list(self._messages), self._specs, settings)
+        # Once the tools are closed the report is due within the grace; past it the coordinator would
+        # kill the bee, so it hands in what it has instead.
+        grace = asyncio.timeout_at(self._grace_ends)
+        try:
+            async with grace:
+                return await (request if self._closed is not None else self._unless_wrapped_up(request))
+        except TimeoutError:
+            if not grace.expired():
+                raise
+            raise _Ended("cut_short", f"{self._closed}; no report within the {self.brief.grace:g} s grace") from None
+
+    def _fit_context(self, budget_tokens: int, why: str, keep_recent: int = context.KEEP_RECENT_TOOL_RESULTS) -> bool:
+        """Elide the oldest tool results until the conversation is within ``budget_tokens``; whether any was."""
+        before = context.estimated_tokens(self._messages)
+        self._messages, count = context.fit(self._messages, budget_tokens, keep_recent)
+        if count:
+            after = context.estimated_tokens(self._messages)
+            text = f"context: {count} old tool results elided ({why}: ~{before} → ~{after} tokens)"
+            self._transcript.write("elided", content=text, data={"results": count, "tokens_before": before,
+                                                                  "tokens_after": after, "why": why})
+            self._send(Activity(bee=self.brief.bee, text=text, step=self._steps))
+        return count > 0
 
     async def _unless_wrapped_up(self, request: Awaitable[ModelResponse]) -> ModelResponse:
         """The reply to a call made with the tools open; if a wrap-up arrives meanwhile, the call keeps

@@ -38,7 +38,7 @@ from hive.coordinator.options import StartOptions
 from hive.coordinator.pipeline import Pipeline, PipelineStats, verifier_angle
 from hive.coordinator.process import BeeProcess
 from hive.coordinator.resume import EarlierRun, earlier_usage
-from hive.errors import RunFailed, StoreError
+from hive.errors import HiveError, RunFailed, StoreError
 from hive.gates import Gates, highest_number, sequential_ids
 from hive.judge.base import Tier
 from hive.judge.engine import Judge
@@ -392,11 +392,15 @@ class Coordinator:
 
     def _brief(self, bee: BeeRun) -> Path:
         others = {b.id: b.angle for b in self.bees.values() if b.id != bee.id and b.id.startswith("bee-")}
+        try:
+            context_tokens = load_role(bee.role, cwd=self.opts.repo).context_tokens
+        except HiveError:  # checked at the start; a role file broken since keeps the default, not the run down
+            context_tokens = None
         brief = BeeBrief(
             bee=bee.id, problem=self.opts.problem, angle=bee.angle, others=others, repo=str(self.opts.repo),
             run_dir=str(self.paths.dir), role=bee.role, model=bee.model, time_limit=self.opts.time_limit,
             max_steps=self.opts.max_steps or 40, grace=self.opts.grace, unsafe_bash=self.opts.unsafe_bash,
-            resume=bee.resume,
+            resume=bee.resume, **({"context_tokens": context_tokens} if context_tokens else {}),
         )
         path = self.paths.brief(bee.id)
         path.parent.mkdir(parents=True, exist_ok=True)

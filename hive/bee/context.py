@@ -1,0 +1,83 @@
+"""Keeping a bee's conversation within its model's context window. Pure.
+
+What grows a conversation is tool output, and it is also what a bee can get back by running the tool again,
+so old tool results go first: the oldest are replaced by a one-line stub until the conversation fits. The
+system prompt, the task, the bee's own words, the notes delivered to it and its latest tool results stay.
+
+Two triggers: the brief's ``context_tokens`` budget, checked before every model call against an estimate
+(:data:`CHARS_PER_TOKEN`), and a provider that refuses a request as longer than its model's context, which
+halves the conversation and asks again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Sequence
+
+from hive.providers.base import Message, ProviderError
+
+CHARS_PER_TOKEN = 4
+"""A rough count for English and code; the budget leaves room for the error."""
+KEEP_RECENT_TOOL_RESULTS = 4
+"""The latest tool results are not elided to meet the budget: the model is working on them. A model that
+refuses the prompt as too long keeps only its latest one."""
+PER_MESSAGE_TOKENS = 4
+"""What a message costs beyond its text (role, separators), in the estimate."""
+
+_OVERFLOW = re.compile(
+    r"context[ _-]?(length|window|size|limit)|maximum context|too many tokens|prompt is too long"
+    r"|input is too long|reduce the length|exceeds? (the )?(model'?s? )?(max|context)",
+    re.IGNORECASE,
+)
+_STUB = re.compile(r"\A\[the .* result of an earlier step was elided")
+
+
+def estimated_tokens(messages: Sequence[Message]) -> int:
+    """About how many tokens ``messages`` take: their text (tool-call arguments included) at
+    :data:`CHARS_PER_TOKEN` characters a token, plus a few for each message."""
+    chars = 0
+    for message in messages:
+        chars += len(message.content)
+        for call in message.tool_calls:
+            chars += len(call.name) + len(str(call.arguments))
+    return chars // CHARS_PER_TOKEN + PER_MESSAGE_TOKENS * len(messages)
+
+
+def elided(message: Message) -> Message:
+    """A tool result replaced by a stub that says what it was and how to get it back."""
+    name = message.name or "tool"
+    stub = (f"[the {name} result of an earlier step was elided to keep the conversation within the model's "
+            f"context ({len(message.content)} characters); run the tool again if you need it]")
+    return dataclasses.replace(message, content=stub)
+
+
+def fit(
+    messages: Sequence[Message], budget_tokens: int, keep_recent: int = KEEP_RECENT_TOOL_RESULTS
+) -> tuple[list[Message], int]:
+    """``messages`` with their oldest tool results (all but the latest ``keep_recent``) elided until the
+    estimate is within ``budget_tokens``, and how many were elided (0 when it already fits, or when nothing
+    is left that may be elided)."""
+    fitted = list(messages)
+    over = estimated_tokens(fitted) - budget_tokens
+    if over <= 0:
+        return fitted, 0
+    tool_results = [i for i, m in enumerate(fitted) if m.role == "tool" and not _STUB.match(m.content)]
+    count = 0
+    for index in tool_results[: max(0, len(tool_results) - keep_recent)]:
+        if over <= 0:
+            break
+        stub = elided(fitted[index])
+        over -= (len(fitted[index].content) - len(stub.content)) // CHARS_PER_TOKEN
+        fitted[index] = stub
+        count += 1
+    return fitted, count
+
+
+def is_context_overflow(error: BaseException) -> bool:
+    """A provider's refusal of a request as longer than its model's context (OpenAI's
+    ``context_length_exceeded``, vLLM's and llama.cpp's "maximum context length", Anthropic's "prompt is too
+    long"), rather than any other bad request."""
+    if not isinstance(error, ProviderError) or error.kind != "bad_request":
+        return False
+    return error.status == 413 or _OVERFLOW.search(f"{error} {error.body or ''}") is not None
