@@ -55,9 +55,9 @@ def elided(message: Message) -> Message:
 def fit(
     messages: Sequence[Message], budget_tokens: int, keep_recent: int = KEEP_RECENT_TOOL_RESULTS
 ) -> tuple[list[Message], int]:
-    """``messages`` with their oldest tool results (all but the latest ``keep_recent``) elided until the
-    estimate is within ``budget_tokens``, and how many were elided (0 when it already fits, or when nothing
-    is left that may be elided)."""
+    """``messages`` with their oldest tool results (all but the latest ``keep_recent``, and none shorter than
+    its stub) elided until the estimate is within ``budget_tokens``, and how many were elided (0 when it
+    already fits, or when nothing is left that may be elided)."""
     fitted = list(messages)
     over = estimated_tokens(fitted) - budget_tokens
     if over <= 0:
@@ -68,7 +68,10 @@ def fit(
         if over <= 0:
             break
         stub = elided(fitted[index])
-        over -= (len(fitted[index].content) - len(stub.content)) // CHARS_PER_TOKEN
+        saved = len(fitted[index].content) - len(stub.content)
+        if saved <= 0:  # a short result ("no matches") costs less than the stub that would say it was elided
+            continue
+        over -= saved // CHARS_PER_TOKEN
         fitted[index] = stub
         count += 1
     return fitted, count

@@ -69,6 +69,7 @@ from hive.records import (
 )
 from hive.secrets import Scrubber
 from hive.tools.base import ToolResult
+from hive.wording import plural
 
 log = logging.getLogger("hive.bee")
 
@@ -217,6 +218,8 @@ class BeeLoop:
         self._said: list[str] = []
         self._report: str | None = None
         self._call_counts: dict[str, int] = {}
+        self._result_calls: dict[int, str] = {}
+        """Index in the conversation of each tool result a tool call produced → that call's loop-guard key."""
         self._started = 0.0
         self._work: asyncio.Task[tuple[str, BeeOutcome, str | None]] | None = None
         self._specs: list[ToolSpec] = toolbox.specs()
@@ -484,12 +487,26 @@ class BeeLoop:
             raise _Ended("cut_short", f"{self._closed}; no report within the {self.brief.grace:g} s grace") from None
 
     def _fit_context(self, budget_tokens: int, why: str, keep_recent: int = context.KEEP_RECENT_TOOL_RESULTS) -> bool:
-        """Elide the oldest tool results until the conversation is within ``budget_tokens``; whether any was."""
-        before = context.estimated_tokens(self._messages)
-        self._messages, count = context.fit(self._messages, budget_tokens, keep_recent)
+        """Elide the oldest tool results until the conversation is within ``budget_tokens``; whether any was.
+
+        When the latest ``keep_recent`` results alone are over the budget (a small window, several long reads
+        in a row), all but the very latest go too: past the budget a local model cuts the prompt silently, and
+        a model that refuses it would have them elided anyway. A call whose result is elided no longer counts
+        towards the loop guard: running it again is what the stub asks for, not a loop.
+        """
+        messages = self._messages
+        before = context.estimated_tokens(messages)
+        fitted, count = context.fit(messages, budget_tokens, keep_recent)
+        if keep_recent > 1 and context.estimated_tokens(fitted) > budget_tokens:
+            fitted, more = context.fit(fitted, budget_tokens, 1)
+            count += more
+        self._messages = fitted
+        for index, (was, now) in enumerate(zip(messages, fitted, strict=True)):
+            if was is not now and (key := self._result_calls.pop(index, None)) is not None:
+                self._call_counts[key] -= 1
         if count:
             after = context.estimated_tokens(self._messages)
-            text = f"context: {count} old tool results elided ({why}: ~{before} → ~{after} tokens)"
+            text = f"context: {plural(count, 'old tool result')} elided ({why}: ~{before} → ~{after} tokens)"
             self._transcript.write("elided", content=text, data={"results": count, "tokens_before": before,
                                                                   "tokens_after": after, "why": why})
             self._send(Activity(bee=self.brief.bee, text=text, step=self._steps))
@@ -554,7 +571,9 @@ class BeeLoop:
                 call_id=call.id,
                 data={"error": call.error, "raw": call.raw} if call.error else None,
             )
-            result = await self._run_one(call)
+            result, key = await self._run_one(call)
+            if key is not None:
+                self._result_calls[len(self._messages)] = key
             self._messages.append(Message("tool", result.text, tool_call_id=call.id, name=call.name))
             self._transcript.write(
                 "tool_result",
@@ -573,18 +592,19 @@ class BeeLoop:
                 )
             )
 
-    async def _run_one(self, call: ToolCall) -> ToolResult:
+    async def _run_one(self, call: ToolCall) -> tuple[ToolResult, str | None]:
+        """The call's result, and its loop-guard key when the tool was run (a refusal or a nudge has none)."""
         self._close_if_over_budget(before_model_call=False)
         if self._closed is not None:
             return ToolResult(
                 prompts.tools_closed(self._closed), ok=False, activity=f"{call.name}: refused, time is up"
-            )
+            ), None
         if call.error is not None:
             return ToolResult(
                 prompts.bad_arguments(call.name, call.error, call.raw),
                 ok=False,
                 activity=f"{call.name}: malformed arguments",
-            )
+            ), None
         key = _call_key(call.name, call.arguments)
         times = self._call_counts[key] = self._call_counts.get(key, 0) + 1
         if times >= LOOP_FAIL_AT:
@@ -603,5 +623,5 @@ class BeeLoop:
                 prompts.loop_nudge(call.name, times),
                 ok=False,
                 activity=f"{call.name}: same call {times} times, not run",
-            )
-        return await self._toolbox.call(call.name, call.arguments)
+            ), None
+        return await self._toolbox.call(call.name, call.arguments), key

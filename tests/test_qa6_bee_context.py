@@ -1,0 +1,73 @@
+"""QA round 6: a bee kept within its model's context is not punished for what was elided, keeps to its
+budget even when its latest tool results alone are over it, and never grows a conversation by eliding."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hive.bee import context
+from hive.providers.base import Message, ModelResponse, ModelSettings, ToolCall, ToolSpec
+from hive.records import Activity
+from hive.testing import FunctionModel
+from tests.test_bee_loop import FIRST_REPORT, Bee, RecordingToolbox, read, tool_reply
+
+BIG = "x" * 8000  # about 2000 tokens a tool result
+
+
+def cycling_reader(files: int, reads: int, seen: list[list[Message]]) -> FunctionModel:
+    """A model that reads ``files`` files in turn, ``reads`` reads in all, then reports: with a small budget
+    every file it comes back to was elided meanwhile, so each read is one the stub asked for."""
+
+    def reply(messages: list[Message], tools: list[ToolSpec], settings: ModelSettings) -> ModelResponse:
+        seen.append(list(messages))
+        done = sum(m.role == "tool" for m in messages)
+        return tool_reply(read(f"f{done % files}.py")) if done < reads else ModelResponse(text=FIRST_REPORT)
+
+    return FunctionModel(reply)
+
+
+async def test_reading_again_what_was_elided_is_not_a_loop(tmp_path: Path) -> None:
+    seen: list[list[Message]] = []
+    bee = Bee(tmp_path, cycling_reader(6, 20, seen), toolbox=RecordingToolbox(output=BIG), checkpoint_every=0,
+              context_tokens=12_000)
+    report = await bee.run()
+    assert (report.outcome, report.reason) == ("reported", None)
+    assert len(bee.toolbox.calls) == 20  # every read was run: none was refused as "the same call 3 times"
+    assert not [e for e in bee.entries() if e.event == "tool_result" and "Not run" in (e.content or "")]
+
+
+async def test_a_call_repeated_while_its_result_is_still_there_is_still_a_loop(tmp_path: Path) -> None:
+    seen: list[list[Message]] = []
+    bee = Bee(tmp_path, cycling_reader(1, 20, seen), toolbox=RecordingToolbox(output=BIG), checkpoint_every=0,
+              context_tokens=100_000)
+    report = await bee.run()
+    assert report.outcome == "failed" and "loop guard" in (report.reason or "")
+
+
+async def test_the_budget_holds_when_the_latest_results_alone_are_over_it(tmp_path: Path) -> None:
+    # Four 2000-token results are over a 5000-token budget: a local model that cuts a long prompt silently
+    # would lose the start of the conversation, so all but the latest result go.
+    seen: list[list[Message]] = []
+    bee = Bee(tmp_path, cycling_reader(8, 8, seen), toolbox=RecordingToolbox(output=BIG), checkpoint_every=0,
+              context_tokens=5000)
+    assert (await bee.run()).outcome == "reported"
+    assert max(context.estimated_tokens(messages) for messages in seen) <= 5000
+    assert [m.content for m in seen[-1] if m.role == "tool"][-1] == BIG  # the latest result is always there
+
+
+def test_a_result_shorter_than_its_stub_is_left_as_it_is() -> None:
+    call = ToolCall(id="c0", name="grep", arguments={"pattern": "x"})
+    short = Message("tool", "no matches", tool_call_id="c0", name="grep")
+    messages = [Message("system", "s"), Message("user", "u"), Message("assistant", "", tool_calls=(call,)), short,
+                Message("assistant", "y" * 8000)]
+    fitted, count = context.fit(messages, 100, keep_recent=0)
+    assert (fitted, count) == (messages, 0)  # a stub would have made the conversation longer
+
+
+async def test_one_elided_result_is_one_result_in_the_live_view(tmp_path: Path) -> None:
+    seen: list[list[Message]] = []
+    bee = Bee(tmp_path, cycling_reader(6, 6, seen), toolbox=RecordingToolbox(output=BIG), checkpoint_every=0,
+              context_tokens=10_000)
+    assert (await bee.run()).outcome == "reported"
+    lines = [a.text for a in bee.sent(Activity) if a.text.startswith("context:")]
+    assert lines and all(line.startswith("context: 1 old tool result elided (") for line in lines)
