@@ -32,9 +32,15 @@ NEUTRAL_TIERS: frozenset[str] = frozenset({"untrusted", "none"})
 Verdict = Literal["yes", "no", "unsure"]
 
 
+SMALLEST_SHOWN = 0.0001
+"""Dollars: a cost below it shows as ``<$0.0001``, not as a free ``$0.0000`` (one gpt-4.1-nano judge call)."""
+
+
 def dollars(cost: float) -> str:
     """A cost as the live view and ``hive audit`` both show it: four decimals under a dollar, where a cheap run's
-    cost would otherwise read as $0.00."""
+    cost would otherwise read as $0.00; a cost that rounds to nothing is still more than nothing."""
+    if 0 < cost < SMALLEST_SHOWN / 2:
+        return f"<${SMALLEST_SHOWN}"
     return f"${cost:.4f}" if cost < 1 else f"${cost:.2f}"
 
 
