@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from hive.bee import context
-from hive.providers.base import Message, ModelResponse, ModelSettings, ToolCall, ToolSpec
+from hive.providers.base import Message, ModelResponse, ModelSettings, ProviderError, ToolCall, ToolSpec
 from hive.records import Activity
 from hive.testing import FunctionModel
 from tests.test_bee_loop import FIRST_REPORT, Bee, RecordingToolbox, read, tool_reply
@@ -71,3 +73,14 @@ async def test_one_elided_result_is_one_result_in_the_live_view(tmp_path: Path) 
     assert (await bee.run()).outcome == "reported"
     lines = [a.text for a in bee.sent(Activity) if a.text.startswith("context:")]
     assert lines and all(line.startswith("context: 1 old tool result elided (") for line in lines)
+
+
+@pytest.mark.parametrize(("status", "message"), [
+    (400, "The decoder prompt (length 9000) is longer than the maximum model length of 8192. Make sure that "
+          "`max_model_len` is no smaller than the number of text tokens."),  # vLLM's V1 engine
+    (422, "Input validation error: `inputs` tokens + `max_new_tokens` must be <= 8192. Given: 9000 `inputs` "
+          "tokens and 1000 `max_new_tokens`"),  # Hugging Face text-generation-inference
+])
+def test_more_servers_refusals_of_a_long_prompt_are_told_as_such(status: int, message: str) -> None:
+    assert context.is_context_overflow(ProviderError(f"openai: HTTP {status}: {message}", kind="bad_request",
+                                                     status=status))

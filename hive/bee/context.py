@@ -27,7 +27,8 @@ PER_MESSAGE_TOKENS = 4
 
 _OVERFLOW = re.compile(
     r"context[ _-]?(length|window|size|limit)|maximum context|too many tokens|prompt is too long"
-    r"|input is too long|reduce the length|exceeds? (the )?(model'?s? )?(max|context)",
+    r"|input is too long|reduce the length|exceeds? (the )?(model'?s? )?(max|context)|maximum model length"
+    r"|inputs`? tokens \+ `?max_new_tokens",
     re.IGNORECASE,
 )
 _STUB = re.compile(r"\A\[the .* result of an earlier step was elided")
@@ -79,8 +80,9 @@ def fit(
 
 def is_context_overflow(error: BaseException) -> bool:
     """A provider's refusal of a request as longer than its model's context (OpenAI's
-    ``context_length_exceeded``, vLLM's and llama.cpp's "maximum context length", Anthropic's "prompt is too
-    long"), rather than any other bad request."""
+    ``context_length_exceeded``, vLLM's "maximum context length" and "longer than the maximum model length",
+    llama.cpp's "exceeds the available context size", Hugging Face TGI's "`inputs` tokens + `max_new_tokens`
+    must be <=", Anthropic's "prompt is too long"), rather than any other bad request."""
     if not isinstance(error, ProviderError) or error.kind != "bad_request":
         return False
     return error.status == 413 or _OVERFLOW.search(f"{error} {error.body or ''}") is not None
