@@ -84,3 +84,20 @@ async def test_one_elided_result_is_one_result_in_the_live_view(tmp_path: Path) 
 def test_more_servers_refusals_of_a_long_prompt_are_told_as_such(status: int, message: str) -> None:
     assert context.is_context_overflow(ProviderError(f"openai: HTTP {status}: {message}", kind="bad_request",
                                                      status=status))
+
+
+async def test_a_small_window_is_learnt_once_not_refused_at_every_step(tmp_path: Path) -> None:
+    refusals = 0
+
+    def reply(messages: list[Message], tools: list[ToolSpec], settings: ModelSettings) -> ModelResponse:
+        nonlocal refusals
+        if sum(len(m.content) for m in messages) > 30_000:  # a window of about 7500 tokens
+            refusals += 1
+            raise ProviderError("This model's maximum context length is 7500 tokens", kind="bad_request", status=400)
+        done = sum(m.role == "tool" for m in messages)
+        return tool_reply(read(f"f{done}.py")) if done < 20 else ModelResponse(text=FIRST_REPORT)
+
+    bee = Bee(tmp_path, FunctionModel(reply), toolbox=RecordingToolbox(output=BIG), checkpoint_every=0)
+    assert (await bee.run()).outcome == "reported"
+    assert len(bee.toolbox.calls) == 20
+    assert refusals <= 2  # once to learn the window (and maybe once more to narrow it), not at each of 16 steps

@@ -219,6 +219,9 @@ class BeeLoop:
         self._report: str | None = None
         self._call_counts: dict[str, int] = {}
         self._result_calls: dict[int, str] = {}
+        self._context_budget = brief.context_tokens
+        """Tokens the conversation is kept under: the brief's, lowered each time the model refuses a prompt as
+        too long, so that a small window is not found anew, by a refused request, at every step."""
         """Index in the conversation of each tool result a tool call produced → that call's loop-guard key."""
         self._started = 0.0
         self._work: asyncio.Task[tuple[str, BeeOutcome, str | None]] | None = None
@@ -427,19 +430,21 @@ class BeeLoop:
     async def _ask(self) -> ModelResponse:
         if self._closed is None:
             self._steps += 1
-        self._fit_context(self.brief.context_tokens, "over the context budget")
+        learnt = self._context_budget < self.brief.context_tokens
+        self._fit_context(self._context_budget, "the model's context is full" if learnt else "over the context budget")
         while True:
             try:
                 reply = await self._request()
                 break
             except ProviderError as e:
                 # The model's context is smaller than the budget guessed: halve the conversation and ask again,
-                # until nothing is left to elide.
-                half = context.estimated_tokens(self._messages) // 2
+                # until nothing is left to elide; later steps keep under three quarters of what was refused.
+                refused = context.estimated_tokens(self._messages)
                 if not context.is_context_overflow(e) or not self._fit_context(
-                    half, "the model's context is full", keep_recent=1
+                    refused // 2, "the model's context is full", keep_recent=1
                 ):
                     raise
+                self._context_budget = min(self._context_budget, refused * 3 // 4)
         reply = storable(reply)
         self._tokens += reply.usage.total
         model = reply.model or self._model.name
