@@ -36,3 +36,4 @@ def test_judge_ask_on_a_cheap_priced_model_does_not_say_it_was_free(
     assert code == 0, out
     tier_line = next(line for line in out.splitlines() if line.strip().startswith("tier llm:openai:gpt-4.1-nano"))
     assert tier_line.endswith("302 tokens · <$0.0001"), tier_line
+

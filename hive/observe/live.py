@@ -200,7 +200,7 @@ class LiveState:
             case Activity():
                 row = self._seen(event.bee, when)
                 row.step = max(row.step, event.step)
-                row.tool_calls += 1
+                row.tool_calls += event.tool is not None  # not a bee's note that it elided old tool results
                 row.activity = event.text
             case Usage():
                 row = self._seen(event.bee, when)
