@@ -101,3 +101,48 @@ async def test_a_small_window_is_learnt_once_not_refused_at_every_step(tmp_path:
     assert (await bee.run()).outcome == "reported"
     assert len(bee.toolbox.calls) == 20
     assert refusals <= 2  # once to learn the window (and maybe once more to narrow it), not at each of 16 steps
+
+
+def small_window_reader(limit_chars: int, reads: int, seen: list[list[Message]]) -> FunctionModel:
+    """A model with a window smaller than one long tool result, which it refuses past as vLLM does."""
+
+    def reply(messages: list[Message], tools: list[ToolSpec], settings: ModelSettings) -> ModelResponse:
+        if sum(len(m.content) for m in messages) > limit_chars:
+            raise ProviderError("This model's maximum context length is 4096 tokens", kind="bad_request", status=400)
+        seen.append(list(messages))
+        done = sum(m.role == "tool" for m in messages)
+        return tool_reply(read(f"f{done}.py")) if done < reads else ModelResponse(text=FIRST_REPORT)
+
+    return FunctionModel(reply)
+
+
+async def test_one_tool_result_longer_than_the_model_s_window_is_cut_not_the_end_of_the_bee(tmp_path: Path) -> None:
+    seen: list[list[Message]] = []
+    capped = "y" * 20_000  # a tool's output at its cap: about 5000 tokens, past a 4k window on its own
+    bee = Bee(tmp_path, small_window_reader(12_000, 3, seen), toolbox=RecordingToolbox(output=capped),
+              checkpoint_every=0)
+    report = await bee.run()
+    assert (report.outcome, report.reason) == ("reported", None)
+    latest = [m.content for m in seen[-1] if m.role == "tool"][-1]
+    assert latest.startswith("y" * 1000) and "cut here to keep the conversation within the model's context" in latest
+    entries = [e for e in bee.entries() if e.event == "elided"]
+    assert any(e.data and e.data.get("cut_to") for e in entries)
+    assert any("the latest tool result cut to" in a.text for a in bee.sent(Activity))
+
+
+async def test_a_context_budget_below_one_tool_result_is_kept_to(tmp_path: Path) -> None:
+    # Ollama cuts a prompt past its window silently: a role's context_tokens below the window is the only guard.
+    seen: list[list[Message]] = []
+    bee = Bee(tmp_path, small_window_reader(10**9, 3, seen), toolbox=RecordingToolbox(output="y" * 20_000),
+              checkpoint_every=0, context_tokens=3000)
+    assert (await bee.run()).outcome == "reported"
+    assert max(context.estimated_tokens(messages) for messages in seen) <= 3000
+
+
+def test_a_result_cut_as_short_as_it_goes_is_not_cut_again() -> None:
+    call = ToolCall(id="c0", name="read", arguments={"path": "big.py"})
+    messages = [Message("system", "s" * 9000), Message("user", "u"), Message("assistant", "", tool_calls=(call,)),
+                Message("tool", "y" * 20_000, tool_call_id="c0", name="read")]
+    once, kept = context.cut_latest(messages, 100)
+    assert kept == context.MIN_CUT_CHARS
+    assert context.cut_latest(once, 100) == (once, None)  # the bee then fails with the provider's words

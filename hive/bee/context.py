@@ -2,7 +2,8 @@
 
 What grows a conversation is tool output, and it is also what a bee can get back by running the tool again,
 so old tool results go first: the oldest are replaced by a one-line stub until the conversation fits. The
-system prompt, the task, the bee's own words, the notes delivered to it and its latest tool results stay.
+system prompt, the task, the bee's own words, the notes delivered to it and its latest tool results stay;
+only when the latest result alone is more than the model can take is it cut short (:func:`cut_latest`).
 
 Two triggers: the brief's ``context_tokens`` budget, checked before every model call against an estimate
 (:data:`CHARS_PER_TOKEN`), and a provider that refuses a request as longer than its model's context, which
@@ -32,6 +33,13 @@ _OVERFLOW = re.compile(
     re.IGNORECASE,
 )
 _STUB = re.compile(r"\A\[the .* result of an earlier step was elided")
+MIN_CUT_CHARS = 1000
+"""Characters of the latest tool result kept at least when it is cut to fit the context."""
+_CUT_NOTE = ("\n… [cut here to keep the conversation within the model's context: {more} more characters; "
+             "running the same call again gives the same cut: ask for a narrower part, e.g. read's offset and "
+             "limit, or a more specific pattern]")
+_CUT = re.compile(r"\n… \[cut here to keep the conversation within the model's context: (?P<more>\d+) more characters;"
+                  r"[^\n]*\]\Z")
 
 
 def estimated_tokens(messages: Sequence[Message]) -> int:
@@ -76,6 +84,36 @@ def fit(
         fitted[index] = stub
         count += 1
     return fitted, count
+
+
+def is_elided(message: Message) -> bool:
+    """Whether ``message`` is the stub :func:`elided` left of a tool result."""
+    return message.role == "tool" and _STUB.match(message.content) is not None
+
+
+def cut_latest(messages: Sequence[Message], budget_tokens: int) -> tuple[list[Message], int | None]:
+    """``messages`` with the latest tool result cut short (its start kept, never below :data:`MIN_CUT_CHARS`)
+    so that the estimate is within ``budget_tokens``, and the characters it keeps; ``None`` when nothing was
+    cut (it fits already, or the latest result cannot be made any shorter).
+
+    The last resort, once every older result is elided: one long read is more than a small window holds
+    (a tool's output is capped at 20,000 characters, some 5,000 tokens, past a 4k-token model's whole window).
+    """
+    fitted = list(messages)
+    over = estimated_tokens(fitted) - budget_tokens
+    latest = next((i for i in range(len(fitted) - 1, -1, -1)
+                   if fitted[i].role == "tool" and not _STUB.match(fitted[i].content)), None)
+    if over <= 0 or latest is None:
+        return fitted, None
+    text = fitted[latest].content
+    # A result cut before is cut again from what it kept, and its note counts from the whole.
+    earlier = _CUT.search(text)
+    kept, whole = (earlier.start(), earlier.start() + int(earlier["more"])) if earlier else (len(text), len(text))
+    keep = max(MIN_CUT_CHARS, len(text) - over * CHARS_PER_TOKEN - len(_CUT_NOTE) - 20)
+    if keep >= kept:
+        return fitted, None
+    fitted[latest] = dataclasses.replace(fitted[latest], content=text[:keep] + _CUT_NOTE.format(more=whole - keep))
+    return fitted, keep
 
 
 def is_context_overflow(error: BaseException) -> bool:

@@ -492,12 +492,14 @@ class BeeLoop:
             raise _Ended("cut_short", f"{self._closed}; no report within the {self.brief.grace:g} s grace") from None
 
     def _fit_context(self, budget_tokens: int, why: str, keep_recent: int = context.KEEP_RECENT_TOOL_RESULTS) -> bool:
-        """Elide the oldest tool results until the conversation is within ``budget_tokens``; whether any was.
+        """Elide the oldest tool results until the conversation is within ``budget_tokens``; whether it got
+        any shorter.
 
         When the latest ``keep_recent`` results alone are over the budget (a small window, several long reads
-        in a row), all but the very latest go too: past the budget a local model cuts the prompt silently, and
-        a model that refuses it would have them elided anyway. A call whose result is elided no longer counts
-        towards the loop guard: running it again is what the stub asks for, not a loop.
+        in a row), all but the very latest go too, and when that one alone is, it is cut short: past the budget
+        a local model cuts the prompt silently, and a model that refuses it would fail the bee. A call whose
+        result is elided no longer counts towards the loop guard: running it again is what the stub asks for
+        (a cut result does count: running the same call again gives the same cut).
         """
         messages = self._messages
         before = context.estimated_tokens(messages)
@@ -505,17 +507,22 @@ class BeeLoop:
         if keep_recent > 1 and context.estimated_tokens(fitted) > budget_tokens:
             fitted, more = context.fit(fitted, budget_tokens, 1)
             count += more
+        fitted, kept = context.cut_latest(fitted, budget_tokens)
         self._messages = fitted
         for index, (was, now) in enumerate(zip(messages, fitted, strict=True)):
-            if was is not now and (key := self._result_calls.pop(index, None)) is not None:
+            if was is not now and context.is_elided(now) and (key := self._result_calls.pop(index, None)):
                 self._call_counts[key] -= 1
-        if count:
-            after = context.estimated_tokens(self._messages)
-            text = f"context: {plural(count, 'old tool result')} elided ({why}: ~{before} → ~{after} tokens)"
-            self._transcript.write("elided", content=text, data={"results": count, "tokens_before": before,
-                                                                  "tokens_after": after, "why": why})
-            self._send(Activity(bee=self.brief.bee, text=text, step=self._steps))
-        return count > 0
+        if not count and kept is None:
+            return False
+        after = context.estimated_tokens(self._messages)
+        done = [plural(count, "old tool result") + " elided"] if count else []
+        done += [f"the latest tool result cut to {kept} characters"] if kept is not None else []
+        text = f"context: {', '.join(done)} ({why}: ~{before} → ~{after} tokens)"
+        self._transcript.write("elided", content=text, data={"results": count, "tokens_before": before,
+                                                              "tokens_after": after, "why": why,
+                                                              **({"cut_to": kept} if kept is not None else {})})
+        self._send(Activity(bee=self.brief.bee, text=text, step=self._steps))
+        return True
 
     async def _unless_wrapped_up(self, request: Awaitable[ModelResponse]) -> ModelResponse:
         """The reply to a call made with the tools open; if a wrap-up arrives meanwhile, the call keeps
