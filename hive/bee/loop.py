@@ -219,10 +219,10 @@ class BeeLoop:
         self._report: str | None = None
         self._call_counts: dict[str, int] = {}
         self._result_calls: dict[int, str] = {}
+        """Index in the conversation of each tool result a tool call produced → that call's loop-guard key."""
         self._context_budget = brief.context_tokens
         """Tokens the conversation is kept under: the brief's, lowered each time the model refuses a prompt as
         too long, so that a small window is not found anew, by a refused request, at every step."""
-        """Index in the conversation of each tool result a tool call produced → that call's loop-guard key."""
         self._started = 0.0
         self._work: asyncio.Task[tuple[str, BeeOutcome, str | None]] | None = None
         self._specs: list[ToolSpec] = toolbox.specs()
