@@ -29,3 +29,18 @@ def test_scrubber_replaces_secrets_in_text_and_nested_data() -> None:
 def test_truncate_marks_what_was_cut() -> None:
     assert truncate("abc", limit=5) == "abc"
     assert truncate("abcdefgh", limit=5) == "abcde\n… [transcript truncated: 3 more characters]"
+
+
+def test_spent_adds_up_the_usage_lines_and_keeps_an_unpriced_cost_unknown() -> None:
+    from hive.bee.transcript import spent
+    from hive.providers.base import TokenUsage
+    from hive.records import TranscriptEntry
+
+    def usage(**data: object) -> TranscriptEntry:
+        return TranscriptEntry(event="usage", data=data)
+
+    assert spent([TranscriptEntry(event="reply", content="hi")]) is None
+    assert spent([usage(input_tokens=10, output_tokens=5), usage(input_tokens=1, output_tokens=1)]) == TokenUsage(
+        11, 6, None)
+    assert spent([usage(input_tokens=10, output_tokens=5, cost_usd=0.5), usage(tokens=7),
+                  usage(input_tokens="x", output_tokens=float("inf"), cost_usd=-1)]) == TokenUsage(17, 5, 0.5)

@@ -8,10 +8,12 @@ variables themselves are never written.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from hive.providers.base import TokenUsage
 from hive.records import TranscriptEntry
 from hive.secrets import Scrubber
 from hive.store import JsonlWriter
@@ -24,6 +26,35 @@ def truncate(text: str, limit: int = RESULT_LIMIT) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}\n… [transcript truncated: {len(text) - limit} more characters]"
+
+
+def spent(entries: Iterable[TranscriptEntry]) -> TokenUsage | None:
+    """What a bee's model calls spent, from the ``usage`` line its transcript has for each call; ``None`` when
+    it has none. A figure that is not a finite, non-negative number counts as none (a cost as unknown); a line
+    with only a ``tokens`` total counts it as input."""
+    total: TokenUsage | None = None
+    for entry in entries:
+        if entry.event != "usage" or not entry.data:
+            continue
+        data = entry.data
+        tokens = _count(data.get("tokens"))
+        used = TokenUsage(_count(data.get("input_tokens")) or 0, _count(data.get("output_tokens")) or 0,
+                          _amount(data.get("cost_usd")))
+        if tokens is not None and used.total == 0:
+            used = TokenUsage(tokens, 0, used.cost_usd)
+        total = used if total is None else total + used
+    return total
+
+
+def _amount(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+        return None
+    return float(value)
+
+
+def _count(value: object) -> int | None:
+    amount = _amount(value)
+    return None if amount is None else int(amount)
 
 
 class Transcript:

@@ -10,12 +10,12 @@ its conversation (:mod:`hive.bee.resume`).
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from hive.bee.transcript import spent as transcript_spent
 from hive.board import fold
 from hive.coordinator.options import StartOptions
 from hive.coordinator.pipeline import inbox_item, verifier_angle
@@ -118,20 +118,10 @@ def _load_earlier(paths: RunPaths, info: RunInfo) -> EarlierRun:
             reports[bee.id] = texts[-1]
         unread[bee.id] = unread_items(bee.id, board, entries)
         unjudged[bee.id] = unjudged_utterances(bee.id, entries, judged)
-        spent[bee.id] = transcript_usage(entries)
+        spent[bee.id] = transcript_spent(entries) or TokenUsage()
     utterances = Counter(d.bee for d in decisions if d.gate == "publish" and d.bee)
     return EarlierRun(paths, info, board, [d.id for d in decisions], answered, reports, dict(utterances), unread,
                       unjudged, warnings + gate_warnings, spent)
-
-
-def transcript_usage(entries: Sequence[TranscriptEntry]) -> TokenUsage:
-    """The sum of a transcript's ``usage`` lines (the cost stays unknown when no line had one)."""
-    total = TokenUsage()
-    for entry in entries:
-        if entry.event == "usage" and entry.data:
-            total += TokenUsage(int(_number(entry.data.get("input_tokens")) or 0),
-                                int(_number(entry.data.get("output_tokens")) or 0), _number(entry.data.get("cost_usd")))
-    return total
 
 
 def earlier_usage(recorded: TokenUsage, transcript: TokenUsage) -> TokenUsage:
@@ -139,13 +129,6 @@ def earlier_usage(recorded: TokenUsage, transcript: TokenUsage) -> TokenUsage:
     coordinator killed between two rewrites leaves it behind the transcript, where the bee writes every call's
     usage as it comes: the larger of the two is the true one."""
     return transcript if transcript.total > recorded.total else recorded
-
-
-def _number(value: object) -> float | None:
-    """A finite, non-negative number from a transcript line, else ``None``."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-        return None
-    return float(value)
 
 
 def unjudged_utterances(bee: str, entries: Sequence[TranscriptEntry], judged: Collection[str]) -> list[Utterance]:

@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from hive.bee.transcript import spent as transcript_spent
 from hive.board import BoardState, fold
 from hive.errors import StoreError, UsageError
 from hive.observe.labels import Label, LabelReport, checked_labels, label_report, load_labels
@@ -229,27 +230,6 @@ def larger_usage(recorded: BeeUsage | None, logged: BeeUsage | None) -> BeeUsage
     if recorded is None or (logged is not None and logged.tokens > recorded.tokens):
         return logged
     return recorded
-
-
-def usage_from_transcript(entries: Iterable[TranscriptEntry]) -> BeeUsage | None:
-    """The sum of a transcript's ``usage`` entries (one per model call), or ``None`` when it has none."""
-    tokens, cost, seen, priced = 0, 0.0, False, False
-    for entry in entries:
-        if entry.event != "usage" or not entry.data:
-            continue
-        seen = True
-        data = entry.data
-        total = _as_int(data.get("tokens"))
-        if total is None:
-            total = (_as_int(data.get("input_tokens")) or 0) + (_as_int(data.get("output_tokens")) or 0)
-        tokens += total
-        call_cost = _as_float(data.get("cost_usd"))
-        if call_cost is not None:
-            cost += call_cost
-            priced = True
-    if not seen:
-        return None
-    return BeeUsage(tokens, cost if priced else None)
 
 
 def _as_int(value: Any) -> int | None:
@@ -580,9 +560,9 @@ def audit_run(
             _warn(warnings, f"{e}; {bee_id}'s tokens and cost are left out")
             continue
         warnings += transcript_warnings
-        used = usage_from_transcript(entries)
+        used = transcript_spent(entries)
         if used is not None:
-            usage[bee_id] = used
+            usage[bee_id] = BeeUsage(used.total, used.cost_usd)
     label_rows = None
     if labels is not None:
         label_lines, label_warnings = load_labels(labels)
