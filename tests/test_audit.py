@@ -123,7 +123,8 @@ def test_json_figures_of_the_known_run(runs: Path, capsys: pytest.CaptureFixture
         "bee-3": (3, 1, 2, 2, None, None, "cut_short"),  # no usage anywhere
         "verify-1": (1, 1, 0, 1, None, None, "reported"),
     }
-    assert report["totals"] == {"bee_tokens": 1670, "judge_tokens": 60, "coordinator_tokens": None, "cost_usd": 0.012}
+    assert report["totals"] == {"bee_tokens": 1670, "judge_tokens": 60, "coordinator_tokens": None, "cost_usd": 0.012,
+                                "unpriced_tokens": 60}  # the judge's: its rows carry no price
     assert report["status"] == "finished"
     assert report["warnings"] == []
 

@@ -3,6 +3,7 @@ audit's totals, the live view and ``hive judge eval``; an unpriced one stays unk
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import math
 from typing import Any
@@ -14,8 +15,8 @@ from hive.judge.engine import Judge
 from hive.judge.evaluate import PublishItem, evaluate
 from hive.judge.questions import BooleanQuestion, ChoiceQuestion
 from hive.judge.tiers.llm import LlmTier
-from hive.observe.audit import compute_audit, gate_figures
-from hive.observe.live import LiveState
+from hive.observe.audit import compute_audit, format_audit, gate_figures
+from hive.observe.live import LiveState, Spent, panel_lines
 from hive.providers.openai import OpenAIChatModel
 from hive.records import GateDecision, RunInfo
 from hive.store import dumps
@@ -102,3 +103,18 @@ async def test_eval_reports_what_the_judge_cost() -> None:
                          news=True) for _ in range(2)]
     report = await evaluate(Gates(Judge([tier]), goal="fix the build"), "publish", items)
     assert report["tokens"] == 2200 and report["cost_usd"] == pytest.approx(2 * cost_of("gpt-4.1-mini", 1000, 100))
+
+
+def test_a_cost_that_leaves_unpriced_calls_out_says_so() -> None:
+    info = RunInfo(id="r", problem="p", repo="/r")
+    mixed = compute_audit(info, [], [decision(1, 0.25), decision(2, None)])
+    assert (mixed.totals.cost_usd, mixed.totals.unpriced_tokens) == (0.25, 1100)
+    assert any(line.endswith("cost $0.2500 + 1100 tokens without a known price") for line in format_audit(mixed))
+    priced = compute_audit(info, [], [decision(1, 0.25)])
+    assert priced.totals.unpriced_tokens == 0
+    assert any(line.endswith("cost $0.2500") for line in format_audit(priced))
+    state = LiveState.from_info(info)
+    state.apply(Spent(tokens=30, cost_usd=0.5))
+    state.apply(Spent(tokens=12_000))
+    header = " ".join(text for text, _ in panel_lines(state, 200, dt.datetime.now(dt.UTC)))
+    assert "$0.5000 + 12.0k tokens unpriced" in header

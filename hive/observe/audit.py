@@ -161,6 +161,10 @@ class Totals(Figures):
     coordinator_tokens: int | None = None
     """The coordinator's own model calls: planning the angles and writing the answer."""
     cost_usd: float | None
+    """What every call with a known price cost; ``None`` when none had one."""
+    unpriced_tokens: int = 0
+    """Tokens of calls without a known price (local or scripted models, a model missing from the price table),
+    which ``cost_usd`` cannot include: when both are there, the cost is a part of the bill."""
 
 
 class NearDecision(Figures):
@@ -282,7 +286,7 @@ def gate_figures(decisions: Sequence[GateDecision]) -> GateFigures:
         verdicts=dict(Counter(d.verdict for d in decisions if d.verdict)),
         latency_ms_p50=_rounded(percentile([d.latency_ms for d in asked], 0.5)),
         latency_ms_p95=_rounded(percentile([d.latency_ms for d in asked], 0.95)),
-        tokens=sum(d.tokens or sum(call.tokens for call in d.tiers) for d in decisions),
+        tokens=sum(map(_judge_tokens, decisions)),
         cost_usd=_rounded_cost(reduce(add_cost, (d.cost_usd for d in decisions), None)),
         tiers=dict(tiers),
         tier_errors=dict(tier_errors),
@@ -292,6 +296,10 @@ def gate_figures(decisions: Sequence[GateDecision]) -> GateFigures:
 def _deciding_tiers(decision: GateDecision) -> set[str]:
     kept = {a.tier for a in decision.answers.values() if a.tier and a.tier not in NEUTRAL_TIERS}
     return kept or {call.tier for call in decision.tiers if call.kept}
+
+
+def _judge_tokens(decision: GateDecision) -> int:
+    return decision.tokens or sum(call.tokens for call in decision.tiers)
 
 
 def _rounded_cost(value: float | None) -> float | None:
@@ -491,6 +499,10 @@ def compute_audit(
     if own is not None and own.cost_usd is not None:
         costs.append(own.cost_usd)
     costs += [g.cost_usd for g in gates.values() if g.cost_usd is not None]
+    unpriced = sum(row.tokens or 0 for row in bee_rows if row.cost_usd is None)
+    unpriced += sum(_judge_tokens(d) for d in gated if d.cost_usd is None)
+    if own is not None and own.cost_usd is None:
+        unpriced += own.input_tokens + own.output_tokens
     funnel = funnel_figures(decisions, board, bee=bee)
     filters = {k: v for k, v in (("gate", gate), ("bee", bee)) if v is not None}
     return AuditReport(
@@ -513,6 +525,7 @@ def compute_audit(
             judge_tokens=sum(g.tokens for g in gates.values()),
             coordinator_tokens=own.input_tokens + own.output_tokens if own is not None else None,
             cost_usd=round(sum(costs), 6) if costs else None,
+            unpriced_tokens=unpriced,
         ),
         near_threshold=near_threshold(gated, notes, limit=near),
         labels=label_report(gated, labels, notes) if labels is not None else None,
@@ -683,7 +696,9 @@ def _bee_lines(report: AuditReport) -> list[str]:
     tokens = f"Tokens: bees {_tokens(t.bee_tokens)}, judge {_tokens(t.judge_tokens)}"
     if t.coordinator_tokens is not None:
         tokens += f", coordinator {_tokens(t.coordinator_tokens)}"
-    totals = f"{tokens}; cost {_cost(t.cost_usd)}"
+    priced_in_part = t.cost_usd is not None and t.unpriced_tokens
+    unpriced = f" + {_tokens(t.unpriced_tokens)} tokens without a known price" if priced_in_part else ""
+    totals = f"{tokens}; cost {_cost(t.cost_usd)}{unpriced}"
     return ["Bees", *_table(rows, indent=2, left=(0, 1, 2, 9)), totals]
 
 

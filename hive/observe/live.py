@@ -156,6 +156,8 @@ class LiveState:
     """Utterances the publish gate kept off the board (withheld or dropped as duplicates)."""
     tokens: int = 0
     cost_usd: float | None = None
+    unpriced_tokens: int = 0
+    """Tokens of calls without a known price, which ``cost_usd`` leaves out."""
     message: str = ""
 
     @classmethod
@@ -234,7 +236,9 @@ class LiveState:
 
     def _spend(self, tokens: int, cost_usd: float | None) -> None:
         self.tokens += tokens
-        if cost_usd is not None:
+        if cost_usd is None:
+            self.unpriced_tokens += tokens
+        else:
             self.cost_usd = (self.cost_usd or 0.0) + cost_usd
 
     def _seen(self, bee: str, when: dt.datetime) -> BeeRow:
@@ -315,7 +319,11 @@ def panel_lines(state: LiveState, width: int, now: dt.datetime) -> list[tuple[st
         f"{_tokens(state.tokens)} tokens",
     ]
     # No price known for any call so far (a local or scripted model, or one missing from the price table).
-    board.append(dollars(state.cost_usd) if state.cost_usd is not None else "cost unknown")
+    if state.cost_usd is None:
+        board.append("cost unknown")
+    else:  # a priced call beside unpriced ones: the cost is only part of the bill, and says so
+        unpriced = f" + {_tokens(state.unpriced_tokens)} tokens unpriced" if state.unpriced_tokens else ""
+        board.append(dollars(state.cost_usd) + unpriced)
     lines: list[tuple[str, str]] = [(line, "bold") for line in _flow(head, width, " · ")]
     lines += [(line, "") for line in _flow(board, width, " · ")]
     if state.message:
