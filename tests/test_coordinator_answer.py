@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hive.board import fold
-from hive.coordinator.answer import BeeReport, board_sections, digest, parse_angles
+from hive.coordinator.answer import BeeReport, board_sections, digest, nested_under, parse_angles, reports_section
 from hive.records import Note, Relation
 
 
@@ -51,5 +51,16 @@ def test_the_digest_takes_each_found_section_or_the_start_of_the_report() -> Non
 def test_planned_angles_must_be_distinct() -> None:
     assert parse_angles('Here: ["Trace the  batching", "trace the batching", "Check the config"] done', 2) == [
         "Trace the batching", "Check the config"]
-    with pytest.raises(ValueError, match="1 distinct usable angles, not 2"):
+    with pytest.raises(ValueError, match="1 distinct usable angle, not 2"):
         parse_angles('["Read the tests", "read the tests ", ""]', 2)
+
+
+def test_a_report_s_headings_sit_below_its_bee_s_in_answer_md() -> None:
+    report = BeeReport("bee-1", "batching", "reported", None,
+                       "## Found\n- a\n```\n# a comment in code\n```\n### Detail\n- b\n\n## Open\n- c")
+    section = reports_section([report])
+    headings = [line for line in section.splitlines() if line.startswith("#")]
+    assert headings == ["### bee-1 [reported]", "#### Found", "# a comment in code", "##### Detail", "#### Open"]
+    assert "\n# a comment in code\n" in section  # code stays as it was
+    assert nested_under("Plain words, no heading.", 3) == "Plain words, no heading."
+    assert nested_under("# Top\n###### Deepest", 3).splitlines() == ["#### Top", "###### Deepest"]

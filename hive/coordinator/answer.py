@@ -74,7 +74,7 @@ def parse_angles(text: str, n: int) -> list[str]:
             by_words.setdefault(angle.casefold(), angle)
     angles = list(by_words.values())
     if len(angles) < n:
-        raise ValueError(f"the planner gave {len(angles)} distinct usable angles, not {n}")
+        raise ValueError(f"the planner gave {plural(len(angles), 'distinct usable angle')}, not {n}")
     return angles[:n]
 
 
@@ -126,8 +126,35 @@ def reports_section(reports: Sequence[BeeReport]) -> str:
     parts = []
     for r in reports:
         reason = f": {r.reason}" if r.reason else ""
-        parts.append(f"### {r.bee} [{r.outcome}{reason}]\nAngle: {r.angle}\n\n{r.text.strip() or '(no report)'}")
+        body = nested_under(r.text.strip(), REPORT_LEVEL) or "(no report)"
+        parts.append(f"{'#' * REPORT_LEVEL} {r.bee} [{r.outcome}{reason}]\nAngle: {r.angle}\n\n{body}")
     return "\n\n".join(parts)
+
+
+REPORT_LEVEL = 3
+"""Each bee's report is a level-3 section of answer.md's ``## Reports``."""
+_HEADING = re.compile(r"^(#{1,6})(?=[ \t]|$)")
+_FENCE = re.compile(r"^[ \t]{0,3}(```|~~~)")
+
+
+def nested_under(markdown: str, level: int) -> str:
+    """``markdown`` with its headings moved down so that its highest one sits just below ``level`` (a report's
+    ``## Found`` under a bee's ``### bee-1`` becomes ``#### Found``), keeping their order; code blocks stay as
+    they are. Headings are never deeper than 6."""
+    lines = markdown.split("\n")
+    fenced = False
+    headings: list[tuple[int, int]] = []  # (line index, level)
+    for index, line in enumerate(lines):
+        if _FENCE.match(line):
+            fenced = not fenced
+        elif not fenced and (match := _HEADING.match(line)):
+            headings.append((index, len(match[1])))
+    if not headings:
+        return markdown
+    shift = max(0, level + 1 - min(depth for _, depth in headings))
+    for index, depth in headings:
+        lines[index] = "#" * min(6, depth + shift) + lines[index][depth:]
+    return "\n".join(lines)
 
 
 async def synthesize(model: Model, problem: str, reports: Sequence[BeeReport], state: BoardState,
