@@ -79,7 +79,9 @@ def test_a_timeout_the_watchdog_would_cut_short_is_warned(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("HIVE_MODEL_TIMEOUT", "600")
-    _check_model_timeout(300.0)
+    _check_model_timeout(300.0, ["ollama:qwen2.5-coder:7b", None])
     assert "HIVE_MODEL_TIMEOUT (600 s) is not below --stall-timeout (300 s)" in capsys.readouterr().err
-    _check_model_timeout(900.0)
+    _check_model_timeout(900.0, ["ollama:qwen2.5-coder:7b"])
+    assert capsys.readouterr().err == ""
+    _check_model_timeout(300.0, ["script:/tmp/bees.json", None])  # no HTTP request to wait for
     assert capsys.readouterr().err == ""

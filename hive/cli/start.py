@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -93,7 +93,7 @@ def start_command(
     for spec in dict.fromkeys(s for s in (model, investigator.model, verifier.model) if s):
         check_model_spec(spec)  # a missing key or script is refused now, not in a bee minutes later
     model = resolve_spec(model)
-    _check_model_timeout(stall_timeout)
+    _check_model_timeout(stall_timeout, [model, investigator.model, verifier.model])
     tier_specs = [resolve_tier_spec(spec) for spec in parse_tiers(judge)]  # resumable from anywhere
     if race and all(spec == "local" for spec in tier_specs):
         typer.echo(_RACE_NEEDS_A_TIER, err=True)
@@ -138,7 +138,8 @@ def resume_command(
         verifier = load_role("verifier", cwd=opts.repo)
         for spec in dict.fromkeys(s for s in (opts.model, verifier.model, *(b.model for b in info.bees)) if s):
             check_model_spec(spec)
-        _check_model_timeout(opts.stall_timeout, resuming=True)
+        _check_model_timeout(opts.stall_timeout, [opts.model, verifier.model, *(b.model for b in info.bees)],
+                             resuming=True)
         parse_tiers(",".join(opts.judge))
         earlier = load_earlier(paths, info)
         for warning in earlier.warnings:
@@ -153,12 +154,14 @@ def resume_command(
         return run_hive(opts, as_json=as_json, mode=_view_mode(plain, quiet), intro=intro, earlier=earlier)
 
 
-def _check_model_timeout(stall_timeout: float, *, resuming: bool = False) -> None:
-    """Refuse a bad ``HIVE_MODEL_TIMEOUT`` in one line; warn when the watchdog would cut a slow reply short."""
+def _check_model_timeout(stall_timeout: float, specs: Sequence[str | None], *, resuming: bool = False) -> None:
+    """Refuse a bad ``HIVE_MODEL_TIMEOUT`` in one line; warn when the watchdog would cut a slow reply short (only
+    where a model of the run makes HTTP requests: a script model has no reply to wait for)."""
     from hive.providers.registry import MODEL_TIMEOUT_ENV, model_timeout
 
     timeout = model_timeout()
-    if timeout is not None and timeout >= stall_timeout:
+    over_http = any(spec and not spec.strip().startswith("script:") for spec in specs)
+    if timeout is not None and timeout >= stall_timeout and over_http:
         # A resumed run keeps the --stall-timeout it was started with: hive resume has no such option to raise.
         limit, advice = ((f"the run's --stall-timeout ({stall_timeout:g} s, kept from hive start)",
                           f"lower {MODEL_TIMEOUT_ENV}") if resuming
