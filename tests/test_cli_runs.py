@@ -123,7 +123,7 @@ def test_a_reader_that_went_away_ends_any_command_quietly_with_0(runs_dir: Path,
 
 def test_ls_of_no_runs(runs_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["ls"]) == 0
-    assert capsys.readouterr().out == f"no runs in {runs_dir}\n"
+    assert capsys.readouterr().out == f"no runs in {str(runs_dir)!r}\n"  # as every other command says it
     assert main(["ls", "--json"]) == 0
     assert orjson.loads(capsys.readouterr().out) == []
 

@@ -48,7 +48,7 @@ def ls_command(runs_dir: Path | None = RunsDirOption, as_json: bool = JsonOption
         print_json(rows)
         return
     if not rows:
-        typer.echo(f"no runs in {runs_dir_from(runs_dir)}")
+        typer.echo(f"no runs in {str(runs_dir_from(runs_dir))!r}")
         return
     from hive.observe.reading import printable  # a problem is the user's text: it must not drive the terminal
 
