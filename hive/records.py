@@ -383,7 +383,8 @@ class Utterance(Record):
 
 
 class Activity(Record):
-    """One line per tool call, written by rules, for people watching."""
+    """One line per tool call (and per context elision, without a ``tool``), written by rules, for people
+    watching."""
 
     type: Literal["activity"] = "activity"
     bee: str

@@ -19,7 +19,8 @@ from hive.secrets import Scrubber
 from hive.store import JsonlWriter
 
 RESULT_LIMIT = 20_000
-"""Characters of a tool result kept in the transcript; the model saw the whole (already capped) text."""
+"""Characters of a tool result kept in the transcript. The model got the whole (already capped) text, unless it
+was later elided or cut to fit the model's context (an ``elided`` event says so; see :mod:`hive.bee.context`)."""
 
 
 def truncate(text: str, limit: int = RESULT_LIMIT) -> str:
