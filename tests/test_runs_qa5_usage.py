@@ -116,14 +116,19 @@ def test_the_start_summary_names_what_the_coordinator_s_own_calls_spent(
 def test_resume_s_warning_about_a_slow_model_asks_for_what_resume_can_change(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from hive.cli.start import _check_model_timeout
+
+    monkeypatch.setenv("HIVE_MODEL_TIMEOUT", "300")  # the run's --stall-timeout is the default, 300 s
+    _check_model_timeout(300.0, ["openai-compat:local"], resuming=True)
+    warning = capsys.readouterr().err.strip()
+    assert "the run's --stall-timeout (300 s, kept from hive start)" in warning
+    assert warning.endswith("lower HIVE_MODEL_TIMEOUT")  # hive resume has no --stall-timeout to raise
+    # A run of script models makes no HTTP request: resuming it is not warned about.
     run_dir = finished_run(tmp_path)
     as_left_by_a_kill(run_dir)
     capsys.readouterr()
-    monkeypatch.setenv("HIVE_MODEL_TIMEOUT", "300")  # the run's --stall-timeout is the default, 300 s
     assert main(["resume", str(run_dir), "--quiet"]) == 0
-    warning = next(line for line in capsys.readouterr().err.splitlines() if "HIVE_MODEL_TIMEOUT" in line)
-    assert "the run's --stall-timeout (300 s, kept from hive start)" in warning
-    assert warning.endswith("lower HIVE_MODEL_TIMEOUT")  # hive resume has no --stall-timeout to raise
+    assert "HIVE_MODEL_TIMEOUT" not in capsys.readouterr().err
 
 
 def test_resume_s_summary_counts_the_whole_run_not_only_what_came_after_the_resume(
