@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -163,10 +163,6 @@ def _configure(spec: ModelSpec, env: Mapping[str, str]) -> _Endpoint | _Script:
         from hive.providers.script import load_script
 
         return _Script(load_script(spec.model))
-    return _endpoint(spec, value)
-
-
-def _endpoint(spec: ModelSpec, value: Callable[[str], str | None]) -> _Endpoint:
     required = REQUIRED_KEYS.get(spec.provider)
     if required and value(required) is None:
         raise UsageError(f"model {str(spec)!r} needs {required} in the environment")
