@@ -157,10 +157,10 @@ def resume_command(
 def _check_model_timeout(stall_timeout: float, specs: Sequence[str | None], *, resuming: bool = False) -> None:
     """Refuse a bad ``HIVE_MODEL_TIMEOUT`` in one line; warn when the watchdog would cut a slow reply short (only
     where a model of the run makes HTTP requests: a script model has no reply to wait for)."""
-    from hive.providers.registry import MODEL_TIMEOUT_ENV, model_timeout
+    from hive.providers.registry import MODEL_TIMEOUT_ENV, model_timeout, parse_model_spec
 
     timeout = model_timeout()
-    over_http = any(spec and not spec.strip().startswith("script:") for spec in specs)
+    over_http = any(spec and parse_model_spec(spec).provider != "script" for spec in specs)
     if timeout is not None and timeout >= stall_timeout and over_http:
         # A resumed run keeps the --stall-timeout it was started with: hive resume has no such option to raise.
         limit, advice = ((f"the run's --stall-timeout ({stall_timeout:g} s, kept from hive start)",
