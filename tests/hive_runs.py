@@ -7,16 +7,29 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from hive.judge.tiers.script import ScriptTier
 from hive.records import BOARD_ADAPTER, GateDecision, Note, RunInfo, TranscriptEntry
 from hive.store import read_all
 
 KINDS = {"FOUND:": "finding", "DEAD END:": "dead_end", "DECIDED:": "decision", "BLOCKED:": "blocker"}
+
+
+class LoadingTier(ScriptTier):
+    """A script tier with a model to load, as the local tier has, that says whether anyone loaded it."""
+
+    def __init__(self) -> None:
+        super().__init__([], id="loading")
+        self.loaded = threading.Event()
+
+    def load(self) -> None:
+        self.loaded.set()
 
 
 def make_repo(root: Path) -> Path:

@@ -9,31 +9,18 @@ with every gate off nothing asks the judge, yet the run paid the model's load (~
 from __future__ import annotations
 
 import asyncio
-import threading
 from pathlib import Path
 
 import pytest
 
 from hive.coordinator import Coordinator
 from hive.coordinator.options import StartOptions
-from hive.judge.tiers.script import ScriptTier
 from hive.records import GateMode
-from tests.hive_runs import make_repo, report, write_script
+from tests.hive_runs import LoadingTier, make_repo, report, write_script
 
 pytestmark = pytest.mark.slow
 
 ALL_OFF: dict[str, GateMode] = {"publish": "off", "deliver": "off", "relate": "off"}
-
-
-class LoadingTier(ScriptTier):
-    """A script tier with a model to load, as the local tier has, that says whether anyone loaded it."""
-
-    def __init__(self) -> None:
-        super().__init__([], id="loading")
-        self.loaded = threading.Event()
-
-    def load(self) -> None:
-        self.loaded.set()
 
 
 @pytest.mark.parametrize(("modes", "race", "loads"), [

@@ -9,7 +9,6 @@ import os
 import signal
 import socket
 import subprocess
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,10 +18,10 @@ import pytest
 
 from hive.coordinator import Coordinator
 from hive.coordinator.options import StartOptions
-from hive.judge.tiers.script import ScriptTier
 from hive.records import Delivery, Dispute, Relation, Resolution, Verifier
 from hive.testing import LocalHTTPServer
 from tests.hive_runs import (
+    LoadingTier,
     board,
     gates,
     hive_command,
@@ -616,17 +615,6 @@ def test_bad_input_is_one_line_and_writes_nothing(hive: Hive) -> None:
         lines = done.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("hive: error:"), (args[:4], done.stderr)
     assert not hive.runs.exists()
-
-
-class LoadingTier(ScriptTier):
-    """A script tier with a model to load, as the local tier has, that says whether anyone loaded it."""
-
-    def __init__(self) -> None:
-        super().__init__([], id="loading")
-        self.loaded = threading.Event()
-
-    def load(self) -> None:
-        self.loaded.set()
 
 
 def test_the_judge_s_model_loads_while_the_bees_start_not_at_the_first_decision(tmp_path: Path) -> None:
