@@ -71,7 +71,7 @@ def fit(
     over = estimated_tokens(fitted) - budget_tokens
     if over <= 0:
         return fitted, 0
-    tool_results = [i for i, m in enumerate(fitted) if m.role == "tool" and not _STUB.match(m.content)]
+    tool_results = [i for i, m in enumerate(fitted) if m.role == "tool" and not is_elided(m)]
     count = 0
     for index in tool_results[: max(0, len(tool_results) - keep_recent)]:
         if over <= 0:
@@ -101,8 +101,8 @@ def cut_latest(messages: Sequence[Message], budget_tokens: int) -> tuple[list[Me
     """
     fitted = list(messages)
     over = estimated_tokens(fitted) - budget_tokens
-    latest = next((i for i in range(len(fitted) - 1, -1, -1)
-                   if fitted[i].role == "tool" and not _STUB.match(fitted[i].content)), None)
+    latest = next((i for i in range(len(fitted) - 1, -1, -1) if fitted[i].role == "tool" and not is_elided(fitted[i])),
+                  None)
     if over <= 0 or latest is None:
         return fitted, None
     text = fitted[latest].content
@@ -114,6 +114,24 @@ def cut_latest(messages: Sequence[Message], budget_tokens: int) -> tuple[list[Me
         return fitted, None
     fitted[latest] = dataclasses.replace(fitted[latest], content=text[:keep] + _CUT_NOTE.format(more=whole - keep))
     return fitted, keep
+
+
+def shrink(
+    messages: Sequence[Message], budget_tokens: int, keep_recent: int = KEEP_RECENT_TOOL_RESULTS
+) -> tuple[list[Message], int, int | None]:
+    """``messages`` made to fit ``budget_tokens`` as far as they can be: the oldest tool results elided
+    (:func:`fit`); when the latest ``keep_recent`` alone are over it (a small window, several long reads in a
+    row), all but the very latest too; and when that one alone is, it is cut short (:func:`cut_latest`). Past
+    the budget a local model cuts the prompt silently, and a model that refuses it would fail the bee.
+
+    Returns the messages, how many results were elided, and the characters the cut one keeps (``None``: none
+    was cut)."""
+    fitted, count = fit(messages, budget_tokens, keep_recent)
+    if keep_recent > 1 and estimated_tokens(fitted) > budget_tokens:
+        fitted, more = fit(fitted, budget_tokens, 1)
+        count += more
+    fitted, kept = cut_latest(fitted, budget_tokens)
+    return fitted, count, kept
 
 
 def is_context_overflow(error: BaseException) -> bool:

@@ -492,22 +492,12 @@ class BeeLoop:
             raise _Ended("cut_short", f"{self._closed}; no report within the {self.brief.grace:g} s grace") from None
 
     def _fit_context(self, budget_tokens: int, why: str, keep_recent: int = context.KEEP_RECENT_TOOL_RESULTS) -> bool:
-        """Elide the oldest tool results until the conversation is within ``budget_tokens``; whether it got
-        any shorter.
-
-        When the latest ``keep_recent`` results alone are over the budget (a small window, several long reads
-        in a row), all but the very latest go too, and when that one alone is, it is cut short: past the budget
-        a local model cuts the prompt silently, and a model that refuses it would fail the bee. A call whose
-        result is elided no longer counts towards the loop guard: running it again is what the stub asks for
-        (a cut result does count: running the same call again gives the same cut).
-        """
+        """Make the conversation fit ``budget_tokens`` (:func:`hive.bee.context.shrink`); whether it got any
+        shorter. A call whose result is elided no longer counts towards the loop guard: running it again is what
+        the stub asks for (a cut result does count: running the same call again gives the same cut)."""
         messages = self._messages
         before = context.estimated_tokens(messages)
-        fitted, count = context.fit(messages, budget_tokens, keep_recent)
-        if keep_recent > 1 and context.estimated_tokens(fitted) > budget_tokens:
-            fitted, more = context.fit(fitted, budget_tokens, 1)
-            count += more
-        fitted, kept = context.cut_latest(fitted, budget_tokens)
+        fitted, count, kept = context.shrink(messages, budget_tokens, keep_recent)
         self._messages = fitted
         for index, (was, now) in enumerate(zip(messages, fitted, strict=True)):
             if was is not now and context.is_elided(now) and (key := self._result_calls.pop(index, None)):
